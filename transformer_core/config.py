@@ -1,0 +1,58 @@
+"""A small frozen configuration for the toy encoder (the explorer's random-weight model).
+
+Frozen ⇒ hashable ⇒ usable as a cache key. Validation names the bad value
+(pattern from nanoGPT's ``GPTConfig`` and TransformerLens'
+``HookedTransformerConfig.__post_init__``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACTIVATIONS = ("relu", "gelu")
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Sizes of a post-LN Transformer encoder ("Attention Is All You Need", §3).
+
+    Raises:
+        ValueError: a size is not a positive integer, ``n_heads`` does not divide
+            ``d_model``, ``dropout`` is outside [0, 1), or ``activation`` is unknown.
+            The message names the bad value.
+    """
+
+    d_model: int = 64  # width of every token vector
+    n_heads: int = 8  # attention heads; d_k = d_model // n_heads
+    d_ff: int = 256  # hidden width of the feed-forward network (4 × d_model is usual)
+    n_layers: int = 1  # encoder layers in the stack
+    dropout: float = 0.0  # applied after softmax, after W_O and after W_2 (training mode only)
+    activation: str = "relu"  # "relu" as in the seeds, "gelu" as in BERT
+    layer_norm_eps: float = 1e-5  # nn.LayerNorm default; BERT uses 1e-12
+    seed: int = 0  # seeds the random weights and token embeddings
+
+    def __post_init__(self) -> None:
+        for name in ("d_model", "n_heads", "d_ff", "n_layers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"n_heads={self.n_heads} does not divide d_model={self.d_model}; "
+                f"choose one of {divisors(self.d_model)}"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+
+    @property
+    def d_k(self) -> int:
+        """Width of one head's query/key/value vectors (d_k = d_v = d_head = d_model / n_heads)."""
+        return self.d_model // self.n_heads
+
+
+def divisors(n: int) -> list[int]:
+    """All positive divisors of ``n`` in increasing order: the valid head counts for d_model = n."""
+    return [h for h in range(1, n + 1) if n % h == 0]
