@@ -1,0 +1,155 @@
+"""Plotly figure builders: pure functions from a :class:`~transformer_core.trace.Trace` to ``go.Figure``.
+
+Shared by the app's pages, the export command and the tests, so a saved file matches the
+screen. Conventions (plotly.py #4215: categorical axes merge repeated labels):
+
+* axes are positions ``0 … n-1``; tokens are only tick labels, so repeated tokens stay apart;
+* token text is HTML-escaped everywhere Plotly would render markup;
+* blocked (masked) cells are ``None`` (blank) with a "masked" hover, never ±inf or −1e9;
+* a query row with no visible key is marked "⊘" on its tick label and in the hover;
+* colour scales are colour-blind safe (Viridis; RdBu for signed values) and shared by
+  every head of one stage (pass ``zrange``);
+* ``layout.meta`` records ``{"stage", "head", "layer", "batch"}`` for tests and exports.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .trace import Trace
+
+SEQUENTIAL = "Viridis"
+DIVERGING = "RdBu_r"
+SIGNED_STAGES = {"scores", "masked_scores", "q", "k", "v", "context", "concat", "projected", "output",
+                 "embeddings", "hidden"}
+STAGE_TITLES = {
+    "q": "Queries Q", "k": "Keys K", "v": "Values V",
+    "scores": "Raw scores QKᵀ/√d_k", "masked_scores": "Masked scores",
+    "weights": "Attention weights softmax(·)", "context": "Per-head context weights·V",
+}
+# Stages whose columns are key positions (the rest have feature columns).
+PATTERN_STAGES = ("scores", "masked_scores", "weights", "dropped_weights")
+EMPTY_ROW_MARK = "⊘"
+
+
+def label(token: str, pos: int) -> str:
+    """Tick label for one position, HTML-escaped: ``"3: &lt;b&gt;"``."""
+    return f"{pos}: {html.escape(token)}"
+
+
+def finite_or_none(matrix: np.ndarray, visible: np.ndarray | None = None) -> list:
+    """2-D array → nested lists with ``None`` for blocked or non-finite cells (JSON-safe)."""
+    m = np.asarray(matrix, dtype=np.float32)
+    keep = np.isfinite(m) if visible is None else np.isfinite(m) & visible
+    return [[float(x) if k else None for x, k in zip(row, krow)] for row, krow in zip(m, keep)]
+
+
+def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0) -> tuple[float, float]:
+    """Colour range shared by every head of one stage (visible, finite cells only)."""
+    data = trace.stage(stage, layer)[batch]  # [head, rows, cols]
+    if stage in PATTERN_STAGES:
+        data = data[:, trace.visible(batch)]
+    data = data[np.isfinite(data)]
+    if data.size == 0:
+        return (0.0, 1.0)
+    if stage in SIGNED_STAGES:
+        bound = float(np.abs(data).max()) or 1.0
+        return (-bound, bound)
+    return (0.0, float(data.max()) or 1.0)
+
+
+def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
+            visible: np.ndarray | None = None, empty_rows: np.ndarray | None = None,
+            zrange: tuple[float, float] | None = None, colorscale: str = SEQUENTIAL,
+            title: str = "", meta: dict | None = None, row_title: str = "query", col_title: str = "key",
+            height: int | None = None) -> go.Figure:
+    """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
+
+    ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
+    marks rows with no visible key. Labels must already be escaped (see :func:`label`).
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    n_rows, n_cols = matrix.shape
+    empty_rows = np.zeros(n_rows, bool) if empty_rows is None else np.asarray(empty_rows)
+    ticks_y = [f"{EMPTY_ROW_MARK} {t}" if e else t for t, e in zip(row_labels, empty_rows)]
+    z = finite_or_none(matrix, visible)
+    blocked = np.zeros_like(matrix, bool) if visible is None else ~np.asarray(visible, bool)
+    note = np.where(blocked, "masked", np.where(empty_rows[:, None], "no visible key", ""))
+    custom = np.dstack([
+        np.repeat(np.asarray(row_labels, object)[:, None], n_cols, 1),
+        np.repeat(np.asarray(col_labels, object)[None, :], n_rows, 0),
+        note.astype(object),
+    ])
+    zmin, zmax = zrange if zrange else (None, None)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(n_cols)), y=list(range(n_rows)), customdata=custom,
+        zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=True, xgap=1, ygap=1,
+        hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
+                      "<br>value %{z:.4f}%{customdata[2]}<extra></extra>",
+    ))
+    # Blocked cells: z is None, so the hover above shows nothing; a transparent text layer says "masked".
+    if blocked.any() or empty_rows.any():
+        ys, xs = np.nonzero(blocked | empty_rows[:, None])
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="markers", marker=dict(size=1, opacity=0), showlegend=False,
+            customdata=np.stack([np.asarray(row_labels, object)[ys], np.asarray(col_labels, object)[xs],
+                                 note[ys, xs].astype(object)], -1),
+            hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
+                          "<br>%{customdata[2]}<extra></extra>",
+        ))
+    size = height or max(260, min(720, 80 + 26 * n_rows))
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=14)), meta=meta or {}, height=size,
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10), plot_bgcolor="#d9d9d9",
+        xaxis=dict(tickmode="array", tickvals=list(range(n_cols)), ticktext=col_labels, side="top",
+                   title=dict(text=col_title), tickangle=-60 if n_cols > 6 else 0, showgrid=False),
+        yaxis=dict(tickmode="array", tickvals=list(range(n_rows)), ticktext=ticks_y, autorange="reversed",
+                   title=dict(text=row_title), showgrid=False),
+    )
+    return fig
+
+
+def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, layer: int = 0,
+                 zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None) -> go.Figure:
+    """The heatmap of one stage, one head, one sentence.
+
+    ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
+    ``[pos, d_head]``. ``hide_keys`` (bool ``[key_pos]``) blanks chosen key columns (e.g. special tokens).
+
+    Raises:
+        KeyError: unknown stage.
+    """
+    data = trace.stage(stage, layer)[batch, head]
+    tokens = trace.tokens[batch]
+    rows = [label(t, i) for i, t in enumerate(tokens)]
+    meta = {"stage": stage, "head": head, "layer": layer, "batch": batch}
+    if zrange is None:
+        zrange = stage_range(trace, stage, batch, layer)
+    colorscale = DIVERGING if stage in SIGNED_STAGES else SEQUENTIAL
+    if stage in PATTERN_STAGES:
+        visible = trace.visible(batch).copy()
+        if hide_keys is not None:
+            visible &= ~np.asarray(hide_keys, bool)[None, :]
+        # raw scores are shown whole: masking has not happened yet at that stage
+        return heatmap(data, rows, rows, visible=None if stage == "scores" else visible,
+                       empty_rows=None if stage == "scores" else trace.empty_rows(batch),
+                       zrange=zrange, colorscale=colorscale, meta=meta, title=f"head {head}")
+    cols = [f"d{j}" for j in range(data.shape[-1])]
+    return heatmap(data, rows, cols, zrange=zrange, colorscale=colorscale, meta=meta,
+                   title=f"head {head}", row_title="position", col_title="dimension")
+
+
+def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tuple[str, ...], ext: str = "") -> str:
+    """A meaningful file name: ``weights_L0_H3_the-cat-sat`` (+ ``.ext``)."""
+    words = [t for t in tokens if t.isalnum()][:4] or ["text"]
+    slug = "-".join(w.lower() for w in words)[:40]
+    parts = [stage] + ([f"L{layer}"] if layer is not None else []) + ([f"H{head}"] if head is not None else []) + [slug]
+    return "_".join(parts) + (f".{ext}" if ext else "")
+
+
+def chart_config(filename: str, fmt: str = "png") -> dict:
+    """``st.plotly_chart``/``fig.show`` config: the modebar camera saves a slide-sized image."""
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": fmt, "filename": filename, "width": 1280, "height": 720, "scale": 2}}
