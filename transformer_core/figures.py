@@ -64,7 +64,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
             visible: np.ndarray | None = None, empty_rows: np.ndarray | None = None,
             zrange: tuple[float, float] | None = None, colorscale: str = SEQUENTIAL,
             title: str = "", meta: dict | None = None, row_title: str = "query", col_title: str = "key",
-            height: int | None = None) -> go.Figure:
+            height: int | None = None, show_scale: bool = True) -> go.Figure:
     """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
 
     ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
@@ -83,36 +83,38 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         note.astype(object),
     ])
     zmin, zmax = zrange if zrange else (None, None)
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(n_cols)), y=list(range(n_rows)), customdata=custom,
-        zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=True, xgap=1, ygap=1,
-        hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
-                      "<br>value %{z:.4f}%{customdata[2]}<extra></extra>",
-    ))
-    # Blocked cells: z is None, so the hover above shows nothing; a transparent text layer says "masked".
+    hover = f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
+    traces = [dict(
+        type="heatmap", z=z, x=list(range(n_cols)), y=list(range(n_rows)), customdata=custom,
+        zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=1, ygap=1, showscale=show_scale,
+        colorbar=dict(orientation="h", thickness=8, len=1.0, y=-0.02, yanchor="top", tickfont=dict(size=10)),
+        hovertemplate=hover + "<br>value %{z:.4f}%{customdata[2]}<extra></extra>",
+    )]
+    # Blocked cells have z = None and get no hover from the heatmap: an invisible marker says "masked".
     if blocked.any() or empty_rows.any():
         ys, xs = np.nonzero(blocked | empty_rows[:, None])
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers", marker=dict(size=1, opacity=0), showlegend=False,
+        traces.append(dict(
+            type="scatter", x=xs, y=ys, mode="markers", marker=dict(size=1, opacity=0), showlegend=False,
             customdata=np.stack([np.asarray(row_labels, object)[ys], np.asarray(col_labels, object)[xs],
                                  note[ys, xs].astype(object)], -1),
-            hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
-                          "<br>%{customdata[2]}<extra></extra>",
+            hovertemplate=hover + "<br>%{customdata[2]}<extra></extra>",
         ))
-    size = height or max(260, min(720, 80 + 26 * n_rows))
-    fig.update_layout(
+    size = height or max(260, min(720, 110 + 24 * n_rows))
+    layout = dict(
         title=dict(text=title, font=dict(size=14)), meta=meta or {}, height=size,
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10), plot_bgcolor="#d9d9d9",
-        xaxis=dict(tickmode="array", tickvals=list(range(n_cols)), ticktext=col_labels, side="top",
-                   title=dict(text=col_title), tickangle=-60 if n_cols > 6 else 0, showgrid=False),
+        margin=dict(l=10, r=10, t=40 if title else 10, b=40 if show_scale else 10), plot_bgcolor="#d9d9d9",
+        xaxis=dict(tickmode="array", tickvals=list(range(n_cols)), ticktext=[c.split(": ", 1)[-1] for c in col_labels],
+                   side="top", title=dict(text=col_title), tickangle=-45, showgrid=False, zeroline=False),
         yaxis=dict(tickmode="array", tickvals=list(range(n_rows)), ticktext=ticks_y, autorange="reversed",
-                   title=dict(text=row_title), showgrid=False),
+                   title=dict(text=row_title), showgrid=False, zeroline=False),
     )
+    fig = go.Figure(data=traces, layout=layout)
     return fig
 
 
 def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, layer: int = 0,
-                 zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None) -> go.Figure:
+                 zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
+                 show_scale: bool = True) -> go.Figure:
     """The heatmap of one stage, one head, one sentence.
 
     ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
@@ -135,10 +137,10 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
         # raw scores are shown whole: masking has not happened yet at that stage
         return heatmap(data, rows, rows, visible=None if stage == "scores" else visible,
                        empty_rows=None if stage == "scores" else trace.empty_rows(batch),
-                       zrange=zrange, colorscale=colorscale, meta=meta, title=f"head {head}")
+                       zrange=zrange, colorscale=colorscale, meta=meta, title=f"head {head}", show_scale=show_scale)
     cols = [f"d{j}" for j in range(data.shape[-1])]
     return heatmap(data, rows, cols, zrange=zrange, colorscale=colorscale, meta=meta,
-                   title=f"head {head}", row_title="position", col_title="dimension")
+                   title=f"head {head}", row_title="position", col_title="dimension", show_scale=show_scale)
 
 
 def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tuple[str, ...], ext: str = "") -> str:

@@ -1,0 +1,36 @@
+"""Explorer: every stage of multi-head attention for the learner's sentences (random weights)."""
+import streamlit as st
+
+from ui import compute, state, views
+
+settings = state.current()
+st.title("Attention Explorer")
+st.caption("Type sentences in the sidebar; every stage below is recomputed at once. "
+           "Random weights (seeded): this shows the mechanics, not learned meaning.")
+
+if not settings.sentences:
+    st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
+    st.stop()
+try:
+    trace = compute.toy_trace(settings)
+except ValueError as err:
+    st.warning(f"Nothing to show: {err}.", icon="⚠️")
+    st.stop()
+
+views.token_table(trace)
+batch = 0
+if len(trace.tokens) > 1:
+    batch = st.radio("Sentence to inspect", range(len(trace.tokens)), horizontal=True, key="explorer_batch",
+                     format_func=lambda b: f"{b}: {' '.join(trace.tokens[b][:trace.lengths[b]])[:40]}")
+if trace.lengths[batch] == 0:
+    st.warning("This sentence has no tokens: every position is padding.", icon="⚠️")
+
+for stage, title in (("scores", "1 · Raw scores"), ("masked_scores", "2 · Masked scores"),
+                     ("weights", "3 · Attention weights"), ("context", "4 · Per-head context")):
+    st.subheader(title)
+    views.stage_block(trace, stage, batch=batch, key_prefix="explorer_")
+
+if st.toggle("Show Q, K and V (after W_Q, W_K, W_V, split into heads)", key="explorer_show_qkv"):
+    for stage in ("q", "k", "v"):
+        st.subheader(stage.upper())
+        views.stage_block(trace, stage, batch=batch, key_prefix="explorer_qkv_")

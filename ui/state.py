@@ -1,0 +1,202 @@
+"""Shared controls, their limits, and the URL query parameters ⇄ controls round trip.
+
+The shared sidebar is drawn by ``app.py`` on every page, so its widgets (and their
+session state) persist when the learner moves between pages. A teacher's link sets them:
+``?text=…&d_model=64&n_heads=8&causal=1&padding=1&seed=0``. Bad parameters fall back to
+defaults with a visible note (:func:`parse_query_params` is pure and unit-tested).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import streamlit as st
+
+from transformer_core.config import divisors
+
+MAX_CHARS = 2000  # text area limit
+MAX_SENTENCES = 6  # lines after the sixth are ignored, with a note
+MAX_TOKENS = 128  # tokens per sentence (the toy model and MiniLM)
+MAX_HEADS = 16  # head counts offered (more would be more figures than a learner can read)
+D_MODEL_CHOICES = (8, 16, 32, 48, 64, 96, 128, 256, 384, 512)
+TOKENIZERS = {"word": "Word-level (punctuation, CJK, emoji kept)", "wordpiece": "BERT WordPiece (MiniLM vocabulary)"}
+DEFAULTS = {
+    "text": "The cat sat on the mat.\nThe dog chased the cat!",
+    "tokenizer": "word",
+    "d_model": 64,
+    "n_heads": 8,
+    "causal": False,
+    "padding": True,
+    "seed": 0,
+}
+URL_KEYS = ("text", "d_model", "n_heads", "causal", "padding", "seed")
+_TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the shared controls say (a cache key for the compute functions)."""
+
+    sentences: tuple[str, ...]
+    tokenizer: str
+    d_model: int
+    n_heads: int
+    causal: bool
+    padding: bool
+    seed: int
+
+
+def head_choices(d_model: int) -> list[int]:
+    """Head counts that divide d_model (d_k = d_model / n_heads must be a whole number)."""
+    return [h for h in divisors(d_model) if h <= MAX_HEADS]
+
+
+def split_sentences(text: str) -> tuple[tuple[str, ...], list[str]]:
+    """Non-blank lines as sentences (at most MAX_SENTENCES) and notes about what was cut."""
+    notes = []
+    if len(text) > MAX_CHARS:
+        notes.append(f"Text cut to its first {MAX_CHARS} characters.")
+        text = text[:MAX_CHARS]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > MAX_SENTENCES:
+        notes.append(f"Only the first {MAX_SENTENCES} of {len(lines)} lines are used.")
+        lines = lines[:MAX_SENTENCES]
+    return tuple(lines), notes
+
+
+def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, list[str]]:
+    """Validate URL parameters; return settings (defaults where missing or bad) and notes.
+
+    Never raises: every bad value is replaced by its default and named in a note.
+    """
+    values, notes = dict(DEFAULTS), []
+
+    def get(key):
+        raw = params.get(key)
+        return raw[-1] if isinstance(raw, list) and raw else raw
+
+    def bad(key, raw, why):
+        notes.append(f"URL parameter `{key}={str(raw)[:40]}` ignored ({why}); using {DEFAULTS[key]!r}.")
+
+    if (text := get("text")) is not None:
+        values["text"] = str(text)[:MAX_CHARS]
+        if len(str(text)) > MAX_CHARS:
+            notes.append(f"URL text cut to {MAX_CHARS} characters.")
+    for key in ("d_model", "seed"):
+        raw = get(key)
+        if raw is None:
+            continue
+        try:
+            number = int(str(raw).strip())
+        except ValueError:
+            bad(key, raw, "not a whole number")
+            continue
+        if key == "d_model" and number not in D_MODEL_CHOICES:
+            bad(key, raw, f"choose one of {list(D_MODEL_CHOICES)}")
+        elif key == "seed" and not 0 <= number <= 2**31 - 1:
+            bad(key, raw, "must be between 0 and 2147483647")
+        else:
+            values[key] = number
+    if (raw := get("n_heads")) is not None:
+        try:
+            number = int(str(raw).strip())
+        except ValueError:
+            number = None
+        choices = head_choices(values["d_model"])
+        if number in choices:
+            values["n_heads"] = number
+        else:
+            fallback = max(h for h in choices if h <= DEFAULTS["n_heads"])
+            values["n_heads"] = fallback
+            notes.append(f"URL parameter `n_heads={str(raw)[:40]}` ignored (must divide d_model="
+                         f"{values['d_model']}: one of {choices}); using {fallback}.")
+    elif values["n_heads"] not in head_choices(values["d_model"]):
+        values["n_heads"] = max(head_choices(values["d_model"]))
+    for key in ("causal", "padding"):
+        raw = get(key)
+        if raw is None:
+            continue
+        word = str(raw).strip().lower()
+        if word in _TRUE | _FALSE:
+            values[key] = word in _TRUE
+        else:
+            bad(key, raw, "use 1 or 0")
+    return values, notes
+
+
+def to_query_params(values: Mapping) -> dict[str, str]:
+    """Settings → URL parameters (booleans as 1/0)."""
+    out = {}
+    for key in URL_KEYS:
+        v = values[key]
+        out[key] = ("1" if v else "0") if isinstance(v, bool) else str(v)
+    return out
+
+
+def _init_from_url() -> None:
+    if "_url_read" in st.session_state:
+        return
+    values, notes = parse_query_params(st.query_params.to_dict())
+    for key, value in values.items():
+        st.session_state.setdefault(f"shared_{key}", value)
+    st.session_state["_url_notes"] = notes
+    st.session_state["_url_read"] = True
+
+
+def _fix_heads() -> None:
+    """Keep n_heads valid when d_model changes (closest smaller divisor)."""
+    choices = head_choices(st.session_state["shared_d_model"])
+    current = st.session_state.get("shared_n_heads", DEFAULTS["n_heads"])
+    if current not in choices:
+        st.session_state["shared_n_heads"] = max(h for h in choices if h <= current) if current > 0 else 1
+        st.session_state["_heads_note"] = (
+            f"n_heads={current} does not divide d_model={st.session_state['shared_d_model']}; "
+            f"switched to {st.session_state['shared_n_heads']}.")
+
+
+def sidebar() -> Settings:
+    """Draw the shared controls in the sidebar and keep the URL in step with them."""
+    _init_from_url()
+    ss = st.session_state
+    with st.sidebar:
+        st.text_area("Sentences (one per line)", key="shared_text", height=110, max_chars=MAX_CHARS,
+                     help=f"Each line is one sentence of the batch (up to {MAX_SENTENCES}); "
+                          f"shorter sentences are padded with [PAD].")
+        st.selectbox("Tokenizer", list(TOKENIZERS), format_func=TOKENIZERS.get, key="shared_tokenizer")
+        st.toggle("Causal mask", key="shared_causal", help="Each query sees only itself and earlier keys.")
+        st.toggle("Padding mask", key="shared_padding", help="Hide the [PAD] key columns.")
+        st.selectbox("d_model", D_MODEL_CHOICES, key="shared_d_model", on_change=_fix_heads,
+                     help="Width of every token vector in the toy model.")
+        _fix_heads()
+        choices = head_choices(ss["shared_d_model"])
+        st.selectbox("n_heads", choices, key="shared_n_heads",
+                     help="Only divisors of d_model are offered: each head gets d_k = d_model / n_heads "
+                          "dimensions, and the heads must split d_model exactly.")
+        st.caption(f"d_k = {ss['shared_d_model']} / {ss['shared_n_heads']} = "
+                   f"{ss['shared_d_model'] // ss['shared_n_heads']} per head")
+        st.number_input("Random seed", min_value=0, max_value=2**31 - 1, step=1, key="shared_seed",
+                        help="Seeds the toy model's weights and token embeddings.")
+        st.caption("Mask convention: **True = may attend** (as `torch.nn.functional."
+                   "scaled_dot_product_attention`). Blocked scores become −∞.")
+    for note in ss.pop("_url_notes", []) + ([ss.pop("_heads_note")] if "_heads_note" in ss else []):
+        st.warning(note, icon="⚠️")
+    values = {k: ss[f"shared_{k}"] for k in DEFAULTS}
+    st.query_params.from_dict(to_query_params(values))
+    sentences, notes = split_sentences(values["text"])
+    for note in notes:
+        st.info(note, icon="✂️")
+    return Settings(sentences, values["tokenizer"], values["d_model"], values["n_heads"],
+                    values["causal"], values["padding"], int(values["seed"]))
+
+
+def current() -> Settings:
+    """The settings the entrypoint's sidebar stored for this run.
+
+    A page run without the entrypoint (a fresh server's legacy first run) reruns through it.
+    """
+    if "_settings" not in st.session_state:
+        from .nav import leave_legacy_mode
+
+        leave_legacy_mode()
+        st.rerun()
+    return st.session_state["_settings"]

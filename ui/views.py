@@ -1,0 +1,67 @@
+"""Reusable page parts: the token table, and one stage shown per head with formula and shape."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer_core import figures
+from transformer_core.trace import Trace
+
+FORMULAS = {
+    "q": r"Q = X W_Q \;\text{(split into heads)}",
+    "k": r"K = X W_K \;\text{(split into heads)}",
+    "v": r"V = X W_V \;\text{(split into heads)}",
+    "scores": r"S = \frac{Q K^\top}{\sqrt{d_k}}",
+    "masked_scores": r"\tilde S_{ij} = \begin{cases} S_{ij} & \text{mask}_{ij} = \text{True} \\ -\infty & \text{otherwise} \end{cases}",
+    "weights": r"A = \operatorname{softmax}_{\text{row}}(\tilde S)",
+    "context": r"\text{head} = A\,V",
+}
+STAGE_HELP = {
+    "scores": "Every query compared with every key; nothing is hidden yet.",
+    "masked_scores": "Blocked cells (blank) are set to −∞ so softmax gives them exactly 0.",
+    "weights": "Each row sums to 1 over the visible keys; ⊘ marks a row with no visible key (all 0).",
+    "context": "Each query's weighted mix of value vectors: one row per query position.",
+    "q": "What each position is looking for.", "k": "What each position offers to be found by.",
+    "v": "What each position passes on when attended to.",
+}
+DIMS = {
+    "q": ("batch", "head", "query_pos", "d_k"), "k": ("batch", "head", "key_pos", "d_k"),
+    "v": ("batch", "head", "key_pos", "d_k"), "context": ("batch", "head", "query_pos", "d_k"),
+    "scores": ("batch", "head", "query_pos", "key_pos"), "masked_scores": ("batch", "head", "query_pos", "key_pos"),
+    "weights": ("batch", "head", "query_pos", "key_pos"),
+}
+
+
+def shape_text(stage: str, shape: tuple[int, ...]) -> str:
+    """``[batch=2, head=8, query_pos=6, key_pos=6]``."""
+    names = DIMS.get(stage, tuple(f"dim{i}" for i in range(len(shape))))
+    return "[" + ", ".join(f"{n}={s}" for n, s in zip(names, shape)) + "]"
+
+
+def token_table(trace: Trace) -> None:
+    """Tokens of every sentence, padding included, as a table (text is never interpreted as HTML)."""
+    frame = pd.DataFrame(trace.tokens, index=[f"sentence {b}" for b in range(len(trace.tokens))])
+    st.dataframe(frame, width="stretch")
+    cut = [b for b, t in enumerate(trace.truncated) if t]
+    if cut:
+        st.info(f"Sentence(s) {cut} were cut to {trace.settings.get('max_tokens')} tokens.", icon="✂️")
+
+
+def stage_block(trace: Trace, stage: str, *, batch: int, layer: int = 0, heads: list[int] | None = None,
+                per_row: int = 4, hide_keys: np.ndarray | None = None, key_prefix: str = "") -> None:
+    """Formula, shape and one heatmap per head for one stage (colour range shared by the heads)."""
+    data = trace.stage(stage, layer)
+    left, right = st.columns([3, 2])
+    left.latex(FORMULAS.get(stage, stage))
+    right.markdown(f"**{figures.STAGE_TITLES.get(stage, stage)}**  \n`{shape_text(stage, data.shape)}`  \n"
+                   f"{STAGE_HELP.get(stage, '')}")
+    heads = list(range(data.shape[1])) if heads is None else heads
+    zrange = figures.stage_range(trace, stage, batch, layer)
+    for start in range(0, len(heads), per_row):
+        cols = st.columns(per_row)
+        for col, head in zip(cols, heads[start:start + per_row]):
+            fig = figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange,
+                                       hide_keys=hide_keys)
+            name = figures.figure_filename(stage, head, layer, trace.tokens[batch])
+            col.plotly_chart(fig, config=figures.chart_config(name), key=f"{key_prefix}{stage}_{layer}_{head}")
