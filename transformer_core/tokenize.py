@@ -8,26 +8,45 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 
 PAD = "[PAD]"
 
 # CJK ideographs, kana and hangul: one token per character (there are no spaces to split on).
 _CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
-# Emoji and other symbols, with skin-tone modifiers, variation selectors and ZWJ sequences kept whole.
+# Emoji and other symbols, with skin-tone modifiers, variation selectors, tag sequences
+# (subdivision flags) and ZWJ sequences kept whole; a flag is a pair of regional indicators.
+_FLAG = r"[\U0001F1E6-\U0001F1FF]{2}"
 _EMOJI_PART = r"[\u2600-\u27bf\U0001F000-\U0001FAFF]"
-_EMOJI = rf"{_EMOJI_PART}(?:[\U0001F3FB-\U0001F3FF\ufe0f]|\u200d{_EMOJI_PART})*"
-_WORD = r"(?:(?!" + _CJK + r")[^\W_])+(?:'(?:(?!" + _CJK + r")[^\W_])+)*"
-_TOKEN_RE = re.compile(rf"{_CJK}|{_EMOJI}|{_WORD}|\S")
+_EMOJI = rf"{_EMOJI_PART}(?:[\U0001F3FB-\U0001F3FF\ufe0f\U000E0020-\U000E007F]|\u200d{_EMOJI_PART})*"
+_LETTER = r"(?:(?!" + _CJK + r")[^\W_])"
+
+
+@functools.lru_cache(maxsize=1)
+def _token_re() -> re.Pattern:
+    """The word tokenizer's pattern. Built on first use: a word may contain combining marks
+    (Unicode categories Mn/Mc/Me: Arabic harakat, Devanagari vowel signs, decomposed accents),
+    which ``\\w`` does not match; their ranges are read from :mod:`unicodedata`."""
+    codes = [c for block in (range(0x300, 0x20000), range(0xE0100, 0xE01F0))
+             for c in block if unicodedata.category(chr(c))[0] == "M"]
+    ranges, start = [], codes[0]
+    for prev, cur in zip(codes, codes[1:] + [-1]):
+        if cur != prev + 1:
+            ranges.append(f"\\U{start:08X}-\\U{prev:08X}")
+            start = cur
+    piece = rf"{_LETTER}(?:{_LETTER}|[{''.join(ranges)}])*"
+    return re.compile(rf"{_CJK}|{_FLAG}|{_EMOJI}|{piece}(?:'{piece})*|\S")
 
 
 def word_tokenize(text: str) -> list[str]:
     """Split text into words, numbers, punctuation marks, CJK characters and emoji.
 
     ``"Don't panic, 猫! 👍🏽"`` → ``["Don't", "panic", ",", "猫", "!", "👍🏽"]``.
-    Case is kept; white space only separates.
+    Case is kept; white space only separates; combining marks stay inside their word
+    (``"नमस्ते"`` and ``"مَرْحَبًا"`` are one token each).
     """
-    return _TOKEN_RE.findall(text)
+    return _token_re().findall(text)
 
 
 @functools.lru_cache(maxsize=1)
