@@ -21,13 +21,18 @@ PAGES = (  # (script, title, icon, url_path)
 )
 
 
-def leave_legacy_mode() -> None:
-    """If this process still runs the legacy ``pages/`` navigation, switch it off and rerun."""
+def leave_legacy_mode(rerun: bool) -> None:
+    """Switch off the legacy ``pages/`` navigation if this process still uses it.
+
+    The entrypoint goes on (its own ``st.navigation`` replaces the legacy one); a page
+    script that the legacy mode ran directly asks for a ``rerun`` through the entrypoint.
+    """
     from streamlit.runtime.pages_manager import PagesManager
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        if rerun:
+            st.rerun()
 
 
 def pages() -> list:

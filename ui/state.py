@@ -197,6 +197,6 @@ def current() -> Settings:
     if "_settings" not in st.session_state:
         from .nav import leave_legacy_mode
 
-        leave_legacy_mode()
+        leave_legacy_mode(rerun=True)
         st.rerun()
     return st.session_state["_settings"]

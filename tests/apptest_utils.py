@@ -1,0 +1,61 @@
+"""Helpers for AppTest-based page tests: build the app, read Plotly figures back as numbers."""
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+import streamlit.testing.v1.app_test as app_test_module
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+class _ServerLikePagesManager(PagesManager):
+    """AppTest re-detects the legacy ``pages/`` mode before *every* run; a real server does it
+    once per process, and ``st.navigation`` switches it off for good. Mirror the server, so
+    widget state survives reruns (the fresh-server first visit is covered by the browser test)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+
+app_test_module.PagesManager = _ServerLikePagesManager
+
+
+def new_app(**query) -> AppTest:
+    """A fresh AppTest of the entrypoint with empty caches and the given URL query parameters."""
+    st.cache_data.clear()
+    at = AppTest.from_file(APP, default_timeout=120)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at
+
+
+def decode(value):
+    """Plotly ≥ 6 typed-array JSON ``{"dtype", "bdata", "shape"}`` → ndarray; other values unchanged."""
+    if isinstance(value, dict) and "bdata" in value:
+        arr = np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+        return arr.reshape([int(s) for s in str(value["shape"]).split(",")]) if "shape" in value else arr
+    return value
+
+
+def figures(at: AppTest) -> list[dict]:
+    """Every Plotly chart on the page as its figure dict."""
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def heatmap_z(fig: dict) -> np.ndarray:
+    """The heatmap trace's z as float array with NaN for blank (None) cells."""
+    z = decode(fig["data"][0]["z"])
+    return np.array([[np.nan if x is None else x for x in row] for row in z], dtype=float)
+
+
+def by_meta(at: AppTest, stage: str) -> list[dict]:
+    """The figures whose ``layout.meta.stage`` is ``stage``, in head order."""
+    figs = [f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == stage]
+    return sorted(figs, key=lambda f: f["layout"]["meta"]["head"])
