@@ -1,0 +1,71 @@
+"""A real browser against a fresh `streamlit run` server: type, toggle, check heatmaps, screenshot."""
+from __future__ import annotations
+
+import pytest
+
+from browser_utils import ARTIFACTS, CHART, browser, chromium_missing, plot_data, streamlit_server, wait_for_heatmaps
+
+pytestmark = pytest.mark.browser
+_missing = chromium_missing()
+if _missing:
+    print(f"SKIPPING browser tests: {_missing}")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with browser() as b:
+        yield b
+
+
+def new_page(chromium):
+    return chromium.new_page(viewport={"width": 1400, "height": 1000})
+
+
+def test_first_visitor_by_deep_link_sees_titles_and_the_page(server, chromium):
+    """A fresh server's first visitor (Streamlit's legacy pages/ mode) gets the real navigation."""
+    page = new_page(chromium)
+    page.goto(f"{server}/masks?causal=1")
+    page.wait_for_selector(CHART, timeout=120_000)
+    nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+    assert "Explorer" in nav and "Masks lab" in nav
+    assert "masks_lab" not in nav and "\napp\n" not in f"\n{nav}\n"
+    assert page.locator("h1").first.inner_text().lower().startswith("masks")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "masks_lab.png"))
+    page.close()
+
+
+def test_type_toggle_causal_and_see_the_heatmaps(server, chromium):
+    page = new_page(chromium)
+    page.goto(f"{server}/?n_heads=4&causal=0")
+    wait_for_heatmaps(page, 16)
+    box = page.get_by_role("textbox", name="Sentences (one per line)")
+    box.fill("the cat saw the cat")
+    box.press("Control+Enter")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                           ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' "
+                           "&& d.data[0].z.length === 5)", timeout=120_000)
+    weights = plot_data(page, "weights")
+    assert len(weights) == 4
+    assert all(v is not None for row in weights[0] for v in row)  # no mask yet
+    page.get_by_text("Causal mask").click()
+    page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                           ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' "
+                           "&& d.data[0].z[0][1] === null)", timeout=120_000)
+    wait_for_heatmaps(page, 16)
+    for z in plot_data(page, "weights"):
+        assert all(z[i][j] is None for i in range(5) for j in range(i + 1, 5))
+        assert all(abs(sum(z[i][: i + 1]) - 1) < 1e-4 for i in range(5))
+    assert "causal=1" in page.url and "the+cat" in page.url.replace("%20", "+")
+    page.locator('[data-testid="stMain"]').evaluate("el => el.scrollTo(0, 900)")
+    page.wait_for_timeout(500)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "explorer_causal.png"))
+    page.close()
