@@ -102,7 +102,7 @@ class MiniLM(nn.Module):
     state ``[batch, pos, 384]`` (Hugging Face's ``last_hidden_state``; no pooler).
     ``attention_mask`` ``[batch, pos]`` uses Hugging Face's convention (1 = real token,
     0 = padding) and becomes our padding mask ``[batch, 1, 1, key_pos]`` (``True`` = may
-    attend), which hides padding key columns only; ``None`` = every token visible.
+    attend), which hides padding key columns only; ``None`` (or all ones) = every token visible.
 
     Stage names under :func:`~transformer_core.hooks.capture`: ``embeddings`` (the
     LayerNorm'ed embeddings, input of layer 0), ``layers.{i}.attention.*`` and
@@ -131,7 +131,9 @@ class MiniLM(nn.Module):
                 raise ValueError(f"{name} must have the shape of input_ids {tuple(input_ids.shape)}, "
                                  f"got {tuple(t.shape)}")
         x = self.hook_embeddings(self.embeddings(input_ids, token_type_ids))  # [batch, pos, d_model]
-        mask = None if attention_mask is None else attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, key_pos]
+        mask = None  # every key visible; an all-ones attention_mask means the same and skips two masked_fills a layer
+        if attention_mask is not None and not bool(attention_mask.all()):
+            mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, key_pos], True = may attend
         for layer in self.layers:
             x = layer(x, mask)
         return x
@@ -221,10 +223,10 @@ def build_minilm(weights_path: Path, *, expected_sha256: str | None = None) -> M
     except Exception as err:  # safetensors raises its own SafetensorError, or OSError
         raise PretrainedUnavailable(f"MiniLM weights at {weights_path} cannot be read: {err}") from err
     ours = hf_bert_to_ours(state)
-    with torch.device("meta"):  # no random init: every tensor is replaced below
-        model = MiniLM()
+    # Built on the CPU: on the meta device the first random init costs seconds of one-off setup.
+    model = MiniLM()
     try:
-        model.load_state_dict(ours, strict=True, assign=True)
+        model.load_state_dict(ours, strict=True, assign=True)  # assign: no second copy
     except RuntimeError as err:  # missing / unexpected keys, shape mismatch
         raise PretrainedUnavailable(f"MiniLM weights at {weights_path} do not fit the model: {err}") from err
     model.eval().requires_grad_(False)
