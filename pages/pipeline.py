@@ -1,0 +1,142 @@
+"""Multi-head pipeline: one sentence followed step by step through multi-head attention and the
+feed-forward network of the toy encoder's first layer, then two settings side by side."""
+import pandas as pd
+import streamlit as st
+
+from ui import lessons as L
+from ui import state
+
+PAGE = "pipeline"
+settings = state.current()
+st.title("Multi-head pipeline")
+L.prose(PAGE, "intro")
+if not settings.sentences:
+    st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
+    st.stop()
+batch = 0
+if len(settings.sentences) > 1:
+    batch = st.radio("Sentence to follow", range(len(settings.sentences)), horizontal=True, key="pipeline_batch",
+                     format_func=lambda b: f"{b}: {settings.sentences[b][:40]}")
+h, d_model = settings.n_heads, settings.d_model
+data = L.walkthrough(settings, batch, h, settings.causal)
+s, tokens = data["steps"], data["tokens"]
+rows, d_k, per_row = L.labels(tokens), d_model // h, min(h, 4)
+if data["truncated"]:
+    st.info(f"The sentence is cut to {L.LESSON_TOKENS} tokens on this page.", icon="✂️")
+st.markdown(f"**{len(tokens)} tokens** · d_model = **{d_model}** · n_heads = **{h}** → "
+            f"d_k = {d_model} / {h} = **{d_k}** · causal mask **{'on' if settings.causal else 'off'}** (sidebar)")
+
+counts = L.parameter_counts(d_model, tuple(state.head_choices(d_model)))
+st.info(f"MultiHeadAttention(d_model={d_model}, n_heads={h}) has **{counts[h]:,} parameters** "
+        f"(counted on the module).", icon="🧮")
+with st.expander("Parameters for every head count (the same: heads only split d_model)"):
+    L.prose(PAGE, "params")
+    st.dataframe(pd.DataFrame({"n_heads": list(counts), "d_k": [d_model // c for c in counts],
+                               "parameters": [f"{v:,}" for v in counts.values()]}), hide_index=True,
+                 key="pipeline_params_table")
+
+
+def heads_row(stage: str, title: str) -> None:
+    """One small heatmap per head for a ``[1, head, rows, cols]`` step (one colour range for all heads)."""
+    data4 = s[stage][0]
+    bound = float(abs(data4).max()) or 1.0
+    for start in range(0, h, per_row):
+        for col, head in zip(st.columns(per_row), range(start, min(h, start + per_row))):
+            fig = (L.pattern_figure(data4[head], rows, rows, f"{title} · head {head}", visible=s["mask"],
+                                    zrange=(0.0, bound), show_scale=False, step=stage, head=head)
+                   if stage == "weights" else
+                   L.feature_figure(data4[head], rows, f"{title} · head {head}", zrange=(-bound, bound),
+                                    show_scale=False, step=stage, head=head))
+            L.chart(L.small_multiple(fig, head == start), f"pipeline_{stage}_{head}", col, f"{stage}_H{head}")
+    st.caption(f"One colour range for all heads: {'0' if stage == 'weights' else f'−{bound:.2f}'} … {bound:.2f}.")
+
+
+BSD = ("batch", "pos", "d_model")
+L.step(PAGE, 1, "Input x", "step-x", L.shape_text(s["x"], BSD))
+L.chart(L.feature_figure(s["x"][0], rows, "x", step="x"), "pipeline_x", st.columns(2)[0], "x")
+
+L.step(PAGE, 2, "Three projections: x W_Q, x W_K, x W_V", "step-proj", L.shape_text(s["xW_Q"], BSD) + " each")
+for col, name in zip(st.columns(3), ("xW_Q", "xW_K", "xW_V")):
+    L.chart(L.feature_figure(s[name][0], rows, name.replace("xW_", "x W_"), n_heads=h, step=name),
+            f"pipeline_{name}", col, name)
+
+L.step(PAGE, 3, f"Split into {h} heads: view, then transpose", "step-split",
+       f"[batch=1, pos={len(tokens)}, d_model={d_model}] → view [batch=1, pos={len(tokens)}, head={h}, d_k={d_k}] "
+       f"→ transpose(1, 2) → {L.shape_text(s['q'], ('batch', 'head', 'pos', 'd_k'))}")
+heads_row("q", "Q")
+if st.toggle("Show K and V split too", key="pipeline_show_kv"):
+    heads_row("k", "K")
+    heads_row("v", "V")
+
+L.step(PAGE, 4, "Attention in every head at once", "step-attention",
+       L.shape_text(s["weights"], ("batch", "head", "query_pos", "key_pos")) + " weights, "
+       + L.shape_text(s["context"], ("batch", "head", "pos", "d_k")) + " context")
+heads_row("weights", "weights")
+heads_row("context", "context")
+
+L.step(PAGE, 5, "Concatenate the heads", "step-concat", L.shape_text(s["concat"], BSD))
+L.chart(L.feature_figure(s["concat"][0], rows, "concat", n_heads=h, step="concat"), "pipeline_concat",
+        st.columns(2)[0], "concat")
+
+L.step(PAGE, 6, "Output projection W_O", "step-wo", L.shape_text(s["projected"], BSD))
+L.chart(L.feature_figure(s["projected"][0], rows, "concat W_O", step="projected"), "pipeline_projected",
+        st.columns(2)[0], "projected")
+
+L.step(PAGE, 7, "Dropout, then the residual x + …", "step-dropout", L.shape_text(s["attn_residual"], BSD))
+st.markdown(f"max |dropout(W_O …) − W_O …| = `{data['dropout_diff']:.3g}` (the page runs the model in eval mode)")
+L.chart(L.feature_figure(s["attn_residual"][0], rows, "x + dropout(concat W_O)", step="attn_residual"),
+        "pipeline_attn_residual", st.columns(2)[0], "attn_residual")
+
+L.step(PAGE, 8, "LayerNorm: the attention block's output", "step-norm1", L.shape_text(s["attn_output"], BSD))
+L.chart(L.feature_figure(s["attn_output"][0], rows, "LayerNorm(x + …)", step="attn_output"),
+        "pipeline_attn_output", st.columns(2)[0], "attn_output")
+
+L.step(PAGE, 9, "Feed-forward: W_1 and ReLU", "step-ffn1", L.shape_text(s["ff_hidden"], ("batch", "pos", "d_ff")))
+st.markdown(f"ReLU set **{data['relu_zero']:.0%}** of the hidden numbers to 0.")
+L.chart(L.feature_figure(s["ff_hidden"][0], rows, "ReLU(x W_1 + b_1)", step="ff_hidden"), "pipeline_ff_hidden",
+        st.container(), "ff_hidden")
+
+L.step(PAGE, 10, "Feed-forward: W_2 — Linear or Conv1d(kernel_size=1)", "step-ffn2",
+       L.shape_text(s["ff_linear"], BSD))
+cols = st.columns(2)
+L.chart(L.feature_figure(s["ff_linear"][0], rows, "Linear W_2 (ours)", step="ff_linear"), "pipeline_ff_linear",
+        cols[0], "ff_linear")
+L.chart(L.feature_figure(s["ff_conv1d"][0], rows, "Conv1d pair, same weights (seed 001)", step="ff_conv1d"),
+        "pipeline_ff_conv1d", cols[1], "ff_conv1d")
+st.markdown(f"max |Linear − Conv1d| = `{data['conv_diff']:.3g}` over all {s['ff_linear'].size:,} numbers.")
+
+L.step(PAGE, 11, "Residual + LayerNorm: the layer's output", "step-norm2", L.shape_text(s["ff_output"], BSD))
+L.chart(L.feature_figure(s["ff_output"][0], rows, "LayerNorm(y + FFN(y))", step="ff_output"), "pipeline_ff_output",
+        st.columns(2)[0], "ff_output")
+
+# side by side ------------------------------------------------------------------------------------
+st.header("Side by side: two settings, one sentence")
+L.prose(PAGE, "compare")
+choices = state.head_choices(d_model)
+defaults = {"a": (1, False), "b": (max(c for c in choices if c <= 8), False)}
+chosen = {}
+for side, col in zip(("a", "b"), st.columns(2)):
+    heads_key, causal_key = f"pipeline_{side}_heads", f"pipeline_{side}_causal"
+    if st.session_state.get(heads_key) not in choices:
+        st.session_state[heads_key] = defaults[side][0]
+    st.session_state.setdefault(causal_key, defaults[side][1])
+    with col.form(f"pipeline_form_{side}"):
+        st.markdown(f"**Setting {side.upper()}**")
+        st.selectbox("n_heads", choices, key=heads_key)
+        st.toggle("Causal mask", key=causal_key)
+        st.form_submit_button(f"Apply {side.upper()}")
+    chosen[side] = (st.session_state[heads_key], st.session_state[causal_key])
+    w = L.walkthrough(settings, batch, *chosen[side])["steps"]
+    L.chart(L.pattern_figure(w["weights"][0, 0], rows, rows,
+                             f"{side.upper()}: head 0 weights ({chosen[side][0]} head(s), causal "
+                             f"{'on' if chosen[side][1] else 'off'})", visible=w["mask"], side=side),
+            f"pipeline_cmp_{side}", col, f"weights_{side}")
+cmp = L.comparison(settings, batch, chosen["a"], chosen["b"])
+cols = st.columns(2)
+L.chart(L.feature_figure(cmp["output_diff"], rows, "attention output, B − A", step="output_diff"),
+        "pipeline_cmp_output_diff", cols[0], "output_diff")
+L.chart(L.pattern_figure(cmp["mean_weights_diff"], rows, rows, "head-averaged weights, B − A",
+                         visible=cmp["visible"], signed=True, step="mean_weights_diff"),
+        "pipeline_cmp_weights_diff", cols[1], "mean_weights_diff")
+st.markdown(f"max |attention output B − A| = `{cmp['max_output_diff']:.3g}`")
+L.prose(PAGE, "compare-after")
