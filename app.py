@@ -7,7 +7,7 @@ import streamlit as st
 from ui import nav, state
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
-nav.leave_legacy_mode(rerun=False)
+nav.leave_legacy_mode(rerun=True)
 page = st.navigation(nav.pages())
 st.session_state["_settings"] = state.sidebar()
 page.run()

@@ -87,4 +87,4 @@ def plot_data(page, stage: str) -> list:
     return page.evaluate("""(stage) => Array.from(document.querySelectorAll('.js-plotly-plot'))
         .filter(d => d.layout && d.layout.meta && d.layout.meta.stage === stage)
         .sort((a, b) => a.layout.meta.head - b.layout.meta.head)
-        .map(d => Array.from(d.data[0].z, row => Array.from(row)))""", stage)
+        .map(d => Array.from(d._fullData[0].z, row => Array.from(row, v => Number.isFinite(v) ? v : null)))""", stage)

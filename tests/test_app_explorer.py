@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -77,8 +78,14 @@ def test_padding_hides_pad_keys_of_the_short_sentence():
 ])
 def test_awkward_text_never_raises_or_shows_nan(text):
     at = run(text=text)
-    for fig in figures(at):
-        assert "NaN" not in json.dumps(fig) and "Infinity" not in json.dumps(fig)
+    for fig in by_meta(at, "scores") + by_meta(at, "context"):
+        assert np.isfinite(heatmap_z(fig)).all()  # nothing blank before masking
+    for fig in by_meta(at, "weights"):
+        z = heatmap_z(fig)  # blank (NaN) = blocked; every shown row sums to 1
+        shown = ~np.isnan(z).all(axis=1)
+        np.testing.assert_allclose(np.nansum(z[shown], axis=1), 1.0, atol=1e-5)
+    for fig in figures(at):  # no bare NaN/Infinity JSON values (base64 array bytes may contain the letters)
+        assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", json.dumps(fig))
 
 
 def test_html_tokens_are_escaped_in_tick_labels():

@@ -31,12 +31,13 @@ def new_page(chromium):
 def test_first_visitor_by_deep_link_sees_titles_and_the_page(server, chromium):
     """A fresh server's first visitor (Streamlit's legacy pages/ mode) gets the real navigation."""
     page = new_page(chromium)
-    page.goto(f"{server}/masks?causal=1")
+    page.goto(f"{server}/masks_lab?causal=1")
     page.wait_for_selector(CHART, timeout=120_000)
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
     assert "Explorer" in nav and "Masks lab" in nav
     assert "masks_lab" not in nav and "\napp\n" not in f"\n{nav}\n"
     assert page.locator("h1").first.inner_text().lower().startswith("masks")
+    assert page.get_by_text("Page not found").count() == 0
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "masks_lab.png"))
     page.close()
@@ -51,14 +52,14 @@ def test_type_toggle_causal_and_see_the_heatmaps(server, chromium):
     box.press("Control+Enter")
     page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
                            ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' "
-                           "&& d.data[0].z.length === 5)", timeout=120_000)
+                           "&& d._fullData[0].z.length === 5)", timeout=120_000)
     weights = plot_data(page, "weights")
     assert len(weights) == 4
     assert all(v is not None for row in weights[0] for v in row)  # no mask yet
     page.get_by_text("Causal mask").click()
     page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
                            ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' "
-                           "&& d.data[0].z[0][1] === null)", timeout=120_000)
+                           "&& !Number.isFinite(d._fullData[0].z[0][1]))", timeout=120_000)
     wait_for_heatmaps(page, 16)
     for z in plot_data(page, "weights"):
         assert all(z[i][j] is None for i in range(5) for j in range(i + 1, 5))

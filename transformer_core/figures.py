@@ -32,6 +32,7 @@ STAGE_TITLES = {
 # Stages whose columns are key positions (the rest have feature columns).
 PATTERN_STAGES = ("scores", "masked_scores", "weights", "dropped_weights")
 EMPTY_ROW_MARK = "⊘"
+TOKEN_HOVER_MAX_CELLS = 64 * 64  # above this, hovers name positions, not tokens (payload)
 
 
 def label(token: str, pos: int) -> str:
@@ -39,11 +40,17 @@ def label(token: str, pos: int) -> str:
     return f"{pos}: {html.escape(token)}"
 
 
-def finite_or_none(matrix: np.ndarray, visible: np.ndarray | None = None) -> list:
-    """2-D array → nested lists with ``None`` for blocked or non-finite cells (JSON-safe)."""
-    m = np.asarray(matrix, dtype=np.float32)
-    keep = np.isfinite(m) if visible is None else np.isfinite(m) & visible
-    return [[float(x) if k else None for x, k in zip(row, krow)] for row, krow in zip(m, keep)]
+def blank_blocked(matrix: np.ndarray, visible: np.ndarray | None = None) -> np.ndarray:
+    """float32 copy with NaN where a cell is blocked or not finite.
+
+    Plotly ≥ 6 sends float32 arrays as base64 bytes (half the payload of float64, a
+    fraction of JSON lists) and plotly.js draws NaN cells of a typed array as gaps, so a
+    blocked cell is blank, never a number such as −1e9.
+    """
+    m = np.array(matrix, dtype=np.float32)
+    keep = np.isfinite(m) if visible is None else np.isfinite(m) & np.asarray(visible, bool)
+    m[~keep] = np.nan
+    return m
 
 
 def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0) -> tuple[float, float]:
@@ -52,8 +59,8 @@ def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0) -> tuple[f
     if stage in PATTERN_STAGES:
         data = data[:, trace.visible(batch)]
     data = data[np.isfinite(data)]
-    if data.size == 0:
-        return (0.0, 1.0)
+    if data.size == 0 or stage in ("weights", "dropped_weights") and data.max() <= 1.0:
+        return (0.0, 1.0)  # probabilities: one fixed scale, comparable across figures and slides
     if stage in SIGNED_STAGES:
         bound = float(np.abs(data).max()) or 1.0
         return (-bound, bound)
@@ -72,38 +79,37 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     n_rows, n_cols = matrix.shape
-    empty_rows = np.zeros(n_rows, bool) if empty_rows is None else np.asarray(empty_rows)
+    empty_rows = np.zeros(n_rows, bool) if empty_rows is None else np.asarray(empty_rows, bool)
     ticks_y = [f"{EMPTY_ROW_MARK} {t}" if e else t for t, e in zip(row_labels, empty_rows)]
-    z = finite_or_none(matrix, visible)
     blocked = np.zeros_like(matrix, bool) if visible is None else ~np.asarray(visible, bool)
-    note = np.where(blocked, "masked", np.where(empty_rows[:, None], "no visible key", ""))
-    custom = np.dstack([
-        np.repeat(np.asarray(row_labels, object)[:, None], n_cols, 1),
-        np.repeat(np.asarray(col_labels, object)[None, :], n_rows, 0),
-        note.astype(object),
-    ])
     zmin, zmax = zrange if zrange else (None, None)
-    hover = f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
-    traces = [dict(
-        type="heatmap", z=z, x=list(range(n_cols)), y=list(range(n_rows)), customdata=custom,
+    heat = dict(
+        type="heatmap", z=blank_blocked(matrix, visible), x=np.arange(n_cols), y=np.arange(n_rows),
         zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=1, ygap=1, showscale=show_scale,
         colorbar=dict(orientation="h", thickness=8, len=1.0, y=-0.02, yanchor="top", tickfont=dict(size=10)),
-        hovertemplate=hover + "<br>value %{z:.4f}%{customdata[2]}<extra></extra>",
-    )]
-    # Blocked cells have z = None and get no hover from the heatmap: an invisible marker says "masked".
-    if blocked.any() or empty_rows.any():
-        ys, xs = np.nonzero(blocked | empty_rows[:, None])
-        traces.append(dict(
-            type="scatter", x=xs, y=ys, mode="markers", marker=dict(size=1, opacity=0), showlegend=False,
-            customdata=np.stack([np.asarray(row_labels, object)[ys], np.asarray(col_labels, object)[xs],
-                                 note[ys, xs].astype(object)], -1),
-            hovertemplate=hover + "<br>%{customdata[2]}<extra></extra>",
-        ))
+    )
+    if n_rows * n_cols <= TOKEN_HOVER_MAX_CELLS:
+        # token text per cell: [query label, key label]
+        heat["customdata"] = np.dstack(np.broadcast_arrays(np.asarray(row_labels, object)[:, None],
+                                                           np.asarray(col_labels, object)[None, :]))
+        where = f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
+    else:  # large matrices: positions only (the tick labels carry the tokens), to keep the payload small
+        where = f"{row_title} position %{{y}}<br>{col_title} position %{{x}}"
+    heat["hovertemplate"] = where + "<br>value %{z:.4f}<extra></extra>"
+    traces = [heat]
+    # Blank cells have no hover of their own: invisible markers say "masked" / "no visible key".
+    for cells, text in ((blocked & ~empty_rows[:, None], "masked"), (empty_rows[:, None] & np.ones_like(blocked), "no visible key: weights 0")):
+        if cells.any():
+            ys, xs = (a.astype(np.int16) for a in np.nonzero(cells))  # int16: a quarter of int64 bytes
+            traces.append(dict(type="scatter", x=xs, y=ys, mode="markers", showlegend=False,
+                               marker=dict(size=6, opacity=0), name=text,
+                               hovertemplate=f"{row_title} position %{{y}}<br>{col_title} position %{{x}}"
+                                             f"<br>{text}<extra></extra>"))
     size = height or max(260, min(720, 110 + 24 * n_rows))
     layout = dict(
         title=dict(text=title, font=dict(size=14)), meta=meta or {}, height=size,
         margin=dict(l=10, r=10, t=40 if title else 10, b=40 if show_scale else 10), plot_bgcolor="#d9d9d9",
-        xaxis=dict(tickmode="array", tickvals=list(range(n_cols)), ticktext=[c.split(": ", 1)[-1] for c in col_labels],
+        xaxis=dict(tickmode="array", tickvals=list(range(n_cols)), ticktext=col_labels,
                    side="top", title=dict(text=col_title), tickangle=-45, showgrid=False, zeroline=False),
         yaxis=dict(tickmode="array", tickvals=list(range(n_rows)), ticktext=ticks_y, autorange="reversed",
                    title=dict(text=row_title), showgrid=False, zeroline=False),

@@ -13,10 +13,11 @@ from pathlib import Path
 import streamlit as st
 
 ROOT = Path(__file__).resolve().parent.parent
+# url_path = the file's stem, so a legacy first run resolves a deep link to the same page.
 PAGES = (  # (script, title, icon, url_path)
     ("pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
     ("pages/minilm.py", "Trained model (MiniLM)", ":material/psychology:", "minilm"),
-    ("pages/masks_lab.py", "Masks lab", ":material/visibility_off:", "masks"),
+    ("pages/masks_lab.py", "Masks lab", ":material/visibility_off:", "masks_lab"),
     ("pages/pipeline.py", "Multi-head pipeline", ":material/account_tree:", "pipeline"),
 )
 
@@ -24,8 +25,7 @@ PAGES = (  # (script, title, icon, url_path)
 def leave_legacy_mode(rerun: bool) -> None:
     """Switch off the legacy ``pages/`` navigation if this process still uses it.
 
-    The entrypoint goes on (its own ``st.navigation`` replaces the legacy one); a page
-    script that the legacy mode ran directly asks for a ``rerun`` through the entrypoint.
+    Then rerun, so the run that reaches the browser is the entrypoint's, with its navigation.
     """
     from streamlit.runtime.pages_manager import PagesManager
 
