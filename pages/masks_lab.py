@@ -26,8 +26,10 @@ except ValueError as err:
 st.dataframe(pd.DataFrame(trace.tokens, index=[f"sentence {b}" for b in range(len(pair))]), width="stretch")
 if any(trace.truncated):
     st.info(f"Sentences are cut to {L.LESSON_TOKENS} tokens on this page.", icon="✂️")
-if st.session_state.get("masks_head", 0) >= settings.n_heads:
-    st.session_state["masks_head"] = 0
+for key, limit in (("masks_head", settings.n_heads), ("masks_empty_row", max(trace.lengths)),
+                   ("masks_n_new", max(trace.lengths) - 1)):  # keep stored choices valid when the sentences change
+    if st.session_state.get(key, 0) >= limit:
+        st.session_state.pop(key, None)
 left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
 batch = left.radio("Sentence", range(len(pair)), index=shorter, horizontal=True, key="masks_batch",
@@ -95,7 +97,8 @@ L.prose(PAGE, "prefix")
 if length < 2:
     st.info("This needs a sentence of at least two tokens.", icon="ℹ️")
 else:
-    n_new = st.slider("New tokens (queries) against the cached sentence", 1, length - 1, 1, key="masks_n_new")
+    n_new = (st.slider("New tokens (queries) against the cached sentence", 1, length - 1, 1, key="masks_n_new")
+             if length > 2 else 1)
     pre = L.prefix(settings, batch, head, n_new)
     q_rows, k_cols = L.labels(tokens[:length])[length - n_new:], L.labels(tokens[:length])
     cols = st.columns(3)

@@ -14,6 +14,8 @@ if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
     st.stop()
 batch = 0
+if st.session_state.get("pipeline_batch", 0) >= len(settings.sentences):
+    st.session_state.pop("pipeline_batch")
 if len(settings.sentences) > 1:
     batch = st.radio("Sentence to follow", range(len(settings.sentences)), horizontal=True, key="pipeline_batch",
                      format_func=lambda b: f"{b}: {settings.sentences[b][:40]}")

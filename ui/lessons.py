@@ -100,7 +100,8 @@ def mask_figure(mask: np.ndarray, rows: list[str], cols: list[str], title: str, 
     fig = figures.heatmap(mask.astype(np.float32), rows, cols, zrange=(0.0, 1.0), colorscale=MASK_COLOURS,
                           title=title, meta={"kind": "mask", **meta})
     words = np.where(mask, "may attend", "blocked")
-    fig.update_traces(selector=dict(type="heatmap"), text=words.tolist(),
+    where = np.dstack(np.broadcast_arrays(np.asarray(rows, object)[:, None], np.asarray(cols, object)[None, :]))
+    fig.update_traces(selector=dict(type="heatmap"), text=words.tolist(), customdata=where,
                       texttemplate="%{z:.0f}" if max(mask.shape) <= 16 else None,
                       hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>%{text}<extra></extra>",
                       colorbar=dict(tickvals=[0.25, 0.75], ticktext=["0 = blocked", "1 = may attend"]))
