@@ -103,6 +103,9 @@ st.caption(f"All {N_LAYERS} × {N_HEADS} = {N_LAYERS * N_HEADS} attention-weight
            "order). Hover a cell for its layer, head, tokens and weight. **Click the centre of a tile** to open that "
            "head below (or choose layer and head there); the red frame marks the open head.")
 overview = overview_figure(trace, batch, hide_keys=hide_keys, highlight=(layer, head))
+if (pool := overview.layout.meta["pool"]) > 1:
+    st.caption(f"This sentence is long: to keep the overview quick, each of its cells shows the largest weight of "
+               f"a {pool} × {pool} block of tokens. The figures of the open head below show every token.")
 st.plotly_chart(overview, key="minilm_overview", on_select=_open_tile, selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
 

@@ -60,7 +60,7 @@ def test_page_runs_with_overview_table_and_one_head():
     assert len(heatmaps) == 1 and fig["data"][0]["type"] == "heatmap"
     meta = fig["layout"]["meta"]
     n, g = meta["n"], meta["gutter"]
-    assert (meta["n_layers"], meta["n_heads"]) == (6, 12)
+    assert (meta["n_layers"], meta["n_heads"], meta["tile"], meta["pool"]) == (6, 12, n, 1)
     z = heatmap_z(fig)
     assert z.shape == (6 * n + 5 * g, 12 * n + 11 * g)  # 6 × 12 tiles of n × n
     assert np.isnan(z[n:n + g]).all() and np.isnan(z[:, n:n + g]).all()  # blank gutters
@@ -201,6 +201,20 @@ def test_overview_tiles_every_head_with_gutters_and_blank_masked_keys():
     assert fig.layout.meta["stage"] == "overview" and fig.layout.meta["highlight"] == [1, 2]
     assert list(fig.data[1].customdata.tolist()) == [[lay, h] for lay in range(2) for h in range(3)]
     assert len([t for t in fig.data if t.type == "heatmap"]) == 1
+
+
+def test_long_inputs_are_pooled_by_block_maximum():
+    tokens = ("[CLS]",) + tuple(f"w{i}" for i in range(8)) + ("[SEP]",)
+    trace = literal_trace(n_layers=1, n_heads=2, tokens=tokens, length=10, padding=False)
+    fig = overview_figure(trace, 0, max_tile=4)  # 10 tokens → blocks of 3 → 4 cells per tile side
+    meta = fig.layout.meta
+    assert (meta["n"], meta["pool"], meta["tile"], meta["gutter"]) == (10, 3, 4, 1)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (4, 2 * 4 + 1)
+    w = trace.stage("weights", 0)[0, 1]
+    assert z[0, 5] == pytest.approx(w[:3, :3].max()) and z[3, 8] == pytest.approx(w[9, 9])
+    assert fig.data[0].x[5] == "head 1 · key positions 0–2: [CLS] w0 w1"
+    assert "largest weight" in fig.data[0].hovertemplate
 
 
 def test_overview_hover_names_layer_head_and_tokens_from_axis_labels():

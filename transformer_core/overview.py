@@ -4,8 +4,9 @@ One ``go.Heatmap`` draws all ``n_layers × n_heads`` weight matrices ``[n × n]`
 sentence, tiled into one big matrix with blank (NaN) gutters between the tiles: one trace
 draws far faster than 72 subplots (STREAMLIT-NOTES: 144 subplots 6.0 s, one tiled heatmap 1.2 s).
 
-Payload stays small for long inputs: ``z`` is a float32 array (sent as bytes), and the
-hover text is not per cell. The axes are *categorical* with one unique label per column
+Payload stays small for long inputs: ``z`` is a float32 array (sent as bytes), the hover
+text is not per cell, and above :data:`MAX_TILE` tokens a cell shows the largest weight of a
+block of tokens (a tile is about 60 px wide on screen: 128 cells could not be seen anyway). The axes are *categorical* with one unique label per column
 (``head 7 · key 3: sat``) and per row (``layer 2 · query 5: cat``), so the hover names the
 layer, head, query token, key token and weight from ``O(n)`` labels instead of ``O(n²)``
 strings; tick labels show only ``head h`` / ``layer l`` at the tile centres.
@@ -19,6 +20,8 @@ Conventions of :mod:`transformer_core.figures`: tokens HTML-escaped, blocked cel
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -26,91 +29,129 @@ from .figures import SEQUENTIAL, label
 from .trace import Trace
 
 TILE_TRACE = 1  # curve number of the tile-centre markers
+MAX_TILE = 64  # cells per tile side; longer inputs are pooled (a tile is ~60 px wide on screen anyway)
 
 
-def gutter_for(n: int) -> int:
-    """Blank cells between two tiles: about a tenth of a tile, at least one."""
-    return max(1, round(n / 10))
+def gutter_for(m: int) -> int:
+    """Blank cells between two tiles of ``m`` cells: about a tenth of a tile, at least one."""
+    return max(1, round(m / 10))
 
 
-def tiled_weights(trace: Trace, batch: int = 0, hide_keys: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """``(z, gutter)``: float32 ``[L·n + (L−1)·g, H·n + (H−1)·g]`` with NaN gutters and NaN blocked cells.
+def pool_for(n: int, max_tile: int = MAX_TILE) -> int:
+    """Tokens per overview cell (per side): 1 up to ``max_tile`` tokens, then the smallest step that fits."""
+    return max(1, -(-n // max_tile))
 
-    Tile ``(layer, head)`` starts at row ``layer·(n+g)`` and column ``head·(n+g)``.
+
+def block_max(matrix: np.ndarray, step: int) -> np.ndarray:
+    """Max over ``step × step`` blocks of the last two axes, ignoring NaN (all-NaN block → NaN)."""
+    if step == 1:
+        return matrix
+    *lead, rows, cols = matrix.shape
+    m_r, m_c = -(-rows // step), -(-cols // step)
+    padded = np.full((*lead, m_r * step, m_c * step), np.nan, dtype=matrix.dtype)
+    padded[..., :rows, :cols] = matrix
+    blocks = padded.reshape(*lead, m_r, step, m_c, step)
+    return np.fmax.reduce(np.fmax.reduce(blocks, axis=-1), axis=-2)
+
+
+def tiled_weights(trace: Trace, batch: int = 0, hide_keys: np.ndarray | None = None,
+                  max_tile: int = MAX_TILE) -> tuple[np.ndarray, int, int]:
+    """``(z, gutter, pool)``: float32 ``[L·m + (L−1)·g, H·m + (H−1)·g]``, NaN gutters and NaN blocked cells.
+
+    ``m = ceil(n / pool)`` cells per tile side; with ``pool > 1`` a cell is the largest
+    weight of a ``pool × pool`` block of (query, key) tokens, so sharp patterns stay visible.
+    Tile ``(layer, head)`` starts at row ``layer·(m+g)`` and column ``head·(m+g)``.
     """
     n = len(trace.tokens[batch])
-    n_layers, n_heads, g = trace.n_layers, trace.n_heads, gutter_for(n)
+    step = pool_for(n, max_tile)
+    m = -(-n // step)
+    n_layers, n_heads, g = trace.n_layers, trace.n_heads, gutter_for(m)
     visible = trace.visible(batch).copy()
     if hide_keys is not None:
         visible &= ~np.asarray(hide_keys, bool)[None, :]
-    z = np.full((n_layers * (n + g) - g, n_heads * (n + g) - g), np.nan, dtype=np.float32)
+    z = np.full((n_layers * (m + g) - g, n_heads * (m + g) - g), np.nan, dtype=np.float32)
     for layer in range(n_layers):
         weights = trace.stage("weights", layer)[batch]  # [head, query_pos, key_pos]
-        tiles = np.where(visible[None] & np.isfinite(weights), weights, np.nan).astype(np.float32)
-        top = layer * (n + g)
+        tiles = block_max(np.where(visible[None] & np.isfinite(weights), weights, np.nan).astype(np.float32), step)
+        top = layer * (m + g)
         for head in range(n_heads):
-            left = head * (n + g)
-            z[top:top + n, left:left + n] = tiles[head]
-    return z, g
+            left = head * (m + g)
+            z[top:top + m, left:left + m] = tiles[head]
+    return z, g, step
 
 
-def axis_labels(tokens, count: int, g: int, name: str, role: str) -> list[str]:
-    """One unique category per row/column: ``"layer 2 · query 5: cat"``; gutters ``"·17"``."""
+def axis_labels(tokens, count: int, g: int, name: str, role: str, step: int = 1) -> list[str]:
+    """One unique category per row/column: ``"layer 2 · query 5: cat"``, pooled
+    ``"layer 2 · queries 10–11: the cat"``; gutters ``"·17"``."""
     n = len(tokens)
+    m = -(-n // step)
     out = []
-    for i in range(count * (n + g) - g):
-        tile, pos = divmod(i, n + g)
-        out.append(f"{name} {tile} · {role} {label(tokens[pos], pos)}" if pos < n else f"·{i}")
+    for i in range(count * (m + g) - g):
+        tile, cell = divmod(i, m + g)
+        if cell >= m:
+            out.append(f"·{i}")
+        elif step == 1:
+            out.append(f"{name} {tile} · {role} {label(tokens[cell], cell)}")
+        else:
+            first, last = cell * step, min(n, (cell + 1) * step) - 1
+            words = html.escape(" ".join(tokens[first:last + 1]))
+            out.append(f"{name} {tile} · {role} positions {first}–{last}: {words[:40]}")
     return out
 
 
 def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | None = None,
-                    highlight: tuple[int, int] | None = None, height: int = 640) -> go.Figure:
+                    highlight: tuple[int, int] | None = None, height: int = 640,
+                    max_tile: int = MAX_TILE) -> go.Figure:
     """All layers × heads of one sentence's attention weights as one tiled heatmap.
 
     ``hide_keys`` (bool ``[key_pos]``) blanks chosen key columns in every tile (weights are
-    not renormalised). ``highlight = (layer, head)`` outlines that tile.
+    not renormalised). ``highlight = (layer, head)`` outlines that tile. Inputs longer than
+    ``max_tile`` tokens are pooled (block maximum, see :func:`tiled_weights`).
     Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata [layer, head]``).
+    ``layout.meta``: ``stage="overview"``, ``batch``, ``n_layers``, ``n_heads``, ``n`` (tokens),
+    ``tile`` (cells per tile side), ``gutter``, ``pool`` (tokens per cell side), ``highlight``.
     """
     tokens = trace.tokens[batch]
     n, n_layers, n_heads = len(tokens), trace.n_layers, trace.n_heads
-    z, g = tiled_weights(trace, batch, hide_keys)
-    xs = axis_labels(tokens, n_heads, g, "head", "key")
-    ys = axis_labels(tokens, n_layers, g, "layer", "query")
-    mid = (n - 1) // 2  # centre cell of a tile
+    z, g, step = tiled_weights(trace, batch, hide_keys, max_tile)
+    m = -(-n // step)  # cells per tile side
+    xs = axis_labels(tokens, n_heads, g, "head", "key", step)
+    ys = axis_labels(tokens, n_layers, g, "layer", "query", step)
+    mid = (m - 1) // 2  # centre cell of a tile
+    what = "weight" if step == 1 else f"largest weight of the {step}×{step} block"
     heat = go.Heatmap(
         z=z, x=xs, y=ys, zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, hoverongaps=False,
-        hovertemplate="%{y}<br>%{x}<br>weight %{z:.4f}<extra></extra>",
+        hovertemplate=f"%{{y}}<br>%{{x}}<br>{what} %{{z:.4f}}<extra></extra>",
         colorbar=dict(title=dict(text="weight", side="right"), thickness=10, len=0.9),
     )
     cells = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
     centres = go.Scatter(
-        x=[xs[h * (n + g) + mid] for _, h in cells], y=[ys[lay * (n + g) + mid] for lay, _ in cells],
+        x=[xs[h * (m + g) + mid] for _, h in cells], y=[ys[lay * (m + g) + mid] for lay, _ in cells],
         customdata=np.array(cells, dtype=np.int16), mode="markers", showlegend=False, name="open",
-        marker=dict(size=max(10, min(28, 2 * n)), opacity=0, color="white"),
+        marker=dict(size=max(10, min(28, 2 * m)), opacity=0, color="white"),
         selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
         hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br><b>click to open</b><extra></extra>",
     )
     # white bands over the gutters: tiles stay apart even where their edges are blank (masked, grey)
-    shapes = [dict(type="rect", xref="x", yref="paper", x0=h * (n + g) - g - 0.5, x1=h * (n + g) - 0.5, y0=0, y1=1,
+    shapes = [dict(type="rect", xref="x", yref="paper", x0=h * (m + g) - g - 0.5, x1=h * (m + g) - 0.5, y0=0, y1=1,
                    fillcolor="white", line=dict(width=0)) for h in range(1, n_heads)]
-    shapes += [dict(type="rect", xref="paper", yref="y", y0=lay * (n + g) - g - 0.5, y1=lay * (n + g) - 0.5,
+    shapes += [dict(type="rect", xref="paper", yref="y", y0=lay * (m + g) - g - 0.5, y1=lay * (m + g) - 0.5,
                     x0=0, x1=1, fillcolor="white", line=dict(width=0)) for lay in range(1, n_layers)]
     if highlight is not None:
         lay, h = highlight
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=h * (n + g) - 0.5 - g / 2, x1=h * (n + g) + n - 0.5 + g / 2,
-                           y0=lay * (n + g) - 0.5 - g / 2, y1=lay * (n + g) + n - 0.5 + g / 2,
-                           line=dict(color="#ff4b4b", width=3)))
+        shapes.append(dict(type="rect", xref="x", yref="y", x0=h * (m + g) - 0.5 - g / 2,
+                           x1=h * (m + g) + m - 0.5 + g / 2, y0=lay * (m + g) - 0.5 - g / 2,
+                           y1=lay * (m + g) + m - 0.5 + g / 2, line=dict(color="#ff4b4b", width=3)))
     layout = dict(
-        meta={"stage": "overview", "batch": batch, "n_layers": n_layers, "n_heads": n_heads, "n": n, "gutter": g,
-              "highlight": list(highlight) if highlight is not None else None},
+        meta={"stage": "overview", "batch": batch, "n_layers": n_layers, "n_heads": n_heads, "n": n, "tile": m,
+              "gutter": g, "pool": step, "highlight": list(highlight) if highlight is not None else None},
         height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#d9d9d9", shapes=shapes,
         clickmode="event+select", hovermode="closest", dragmode="zoom",
         hoverdistance=1,  # a tile-centre marker answers only under itself; elsewhere the cell under the cursor
-        xaxis=dict(type="category", tickmode="array", tickvals=[xs[h * (n + g) + mid] for h in range(n_heads)],
+        xaxis=dict(type="category", tickmode="array", tickvals=[xs[h * (m + g) + mid] for h in range(n_heads)],
                    ticktext=[f"head {h}" for h in range(n_heads)], side="top", showgrid=False, zeroline=False,
                    tickangle=0, automargin=True),
-        yaxis=dict(type="category", tickmode="array", tickvals=[ys[lay * (n + g) + mid] for lay in range(n_layers)],
+        yaxis=dict(type="category", tickmode="array", tickvals=[ys[lay * (m + g) + mid] for lay in range(n_layers)],
                    ticktext=[f"layer {lay}" for lay in range(n_layers)], autorange="reversed", showgrid=False,
                    zeroline=False, automargin=True),
     )
