@@ -78,8 +78,9 @@ def browser():
 
 
 def wait_for_heatmaps(page, count: int, timeout_ms: int = 120_000) -> None:
-    """Wait until at least ``count`` heatmap traces are drawn."""
-    page.wait_for_function(f"document.querySelectorAll('g.hm image').length >= {count}", timeout=timeout_ms)
+    """Wait until at least ``count`` charts have their heatmap drawn."""
+    page.wait_for_function("(n) => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                           ".filter(d => d.querySelector('g.hm image')).length >= n", arg=count, timeout=timeout_ms)
 
 
 def plot_data(page, stage: str) -> list:
