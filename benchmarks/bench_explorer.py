@@ -1,7 +1,7 @@
 """Explorer page cost for a typical and a large interaction: server time, payload, time to draw.
 
     python benchmarks/bench_explorer.py            # full run (medians of 7)
-    python benchmarks/bench_explorer.py --quick    # CI: checks it runs (medians of 2)
+    python benchmarks/bench_explorer.py --quick    # CI: checks it runs (one repeat)
 
 * server time per rerun: an in-process AppTest run of the page (cold = trace cache cleared, so
   the model runs; warm = trace cached, figures rebuilt, as after toggling an unrelated widget);
@@ -38,6 +38,8 @@ def server_side(query: dict, repeats: int) -> dict:
     import streamlit as st
 
     cold, warm, payload = [], [], 0
+    new_app(**query).run()  # warm-up: imports torch, plotly, the app modules
+    st.cache_data.clear()
     for _ in range(repeats):
         at = new_app(**query)
         start = time.perf_counter()
@@ -72,7 +74,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="few repeats: only checks the script runs")
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    repeats = 2 if args.quick else args.repeats
+    repeats = 1 if args.quick else args.repeats
     print(f"# Explorer benchmark — median of {repeats}; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores\n")
     rows = []

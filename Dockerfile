@@ -1,0 +1,12 @@
+# Attention Explorer — a classroom server. Build: docker build -t attention-explorer .
+FROM python:3.11-slim
+WORKDIR /app
+ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1
+# CPU-only torch first (the pinned version in requirements.txt must not pull CUDA)
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+COPY requirements.txt .
+RUN pip install -r requirements.txt
+COPY . .
+EXPOSE 8501
+HEALTHCHECK CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health')"
+CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]
