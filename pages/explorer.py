@@ -3,6 +3,8 @@ import streamlit as st
 
 from ui import compute, state, views
 
+STAGES = ("scores", "masked_scores", "weights", "context")
+
 settings = state.current()
 st.title("Attention Explorer")
 st.caption("Type sentences in the sidebar; every stage below is recomputed at once. "
@@ -11,11 +13,13 @@ st.caption("Type sentences in the sidebar; every stage below is recomputed at on
 if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
     st.stop()
-try:
-    trace = compute.toy_trace(settings)
-except ValueError as err:
-    st.warning(f"Nothing to show: {err}.", icon="⚠️")
-    st.stop()
+trace = views.reopened_trace(key="explorer_upload")
+if trace is None:
+    try:
+        trace = compute.toy_trace(settings)
+    except ValueError as err:
+        st.warning(f"Nothing to show: {err}.", icon="⚠️")
+        st.stop()
 
 views.token_table(trace)
 batch = 0
@@ -25,8 +29,8 @@ if len(trace.tokens) > 1:
 if trace.lengths[batch] == 0:
     st.warning("This sentence has no tokens: every position is padding.", icon="⚠️")
 
-for stage, title in (("scores", "1 · Raw scores"), ("masked_scores", "2 · Masked scores"),
-                     ("weights", "3 · Attention weights"), ("context", "4 · Per-head context")):
+views.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")
+for stage, title in zip(STAGES, ("1 · Raw scores", "2 · Masked scores", "3 · Attention weights", "4 · Per-head context")):
     st.subheader(title)
     views.stage_block(trace, stage, batch=batch, key_prefix="explorer_")
 

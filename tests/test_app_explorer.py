@@ -127,3 +127,18 @@ def test_seed_changes_the_numbers():
     a = heatmap_z(by_meta(run(text="a b c", seed="1"), "scores")[0])
     b = heatmap_z(by_meta(run(text="a b c", seed="2"), "scores")[0])
     assert not np.allclose(a, b)
+
+
+def test_every_stage_offers_csv_and_the_page_offers_json_and_html():
+    at = run(text="the cat saw the cat")
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert sum("CSV" in label for label in labels) == 4
+    assert any("JSON" in label for label in labels) and any("HTML" in label for label in labels)
+
+
+def test_camera_button_format_follows_the_sidebar_choice():
+    at = run(text="a b")
+    at.sidebar.radio(key="shared_image_format").set_value("svg").run()
+    chart = at.get("plotly_chart")[0].proto
+    assert '"format": "svg"' in chart.config.replace('":"', '": "') and "weights" in json.dumps(
+        [json.loads(c.proto.config) for c in at.get("plotly_chart")])

@@ -65,6 +65,12 @@ def test_type_toggle_causal_and_see_the_heatmaps(server, chromium):
         assert all(z[i][j] is None for i in range(5) for j in range(i + 1, 5))
         assert all(abs(sum(z[i][: i + 1]) - 1) < 1e-4 for i in range(5))
     assert "causal=1" in page.url and "the+cat" in page.url.replace("%20", "+")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Masked scores as CSV").click()
+    assert download.value.suggested_filename.startswith("masked_scores_L0_the-cat-saw")
+    csv_lines = open(download.value.path(), encoding="utf-8").read().splitlines()
+    assert csv_lines[0].startswith("head,query \\ key,0: the,1: cat,2: saw,3: the,4: cat")
+    assert csv_lines[1].startswith("0,0: the,") and csv_lines[1].endswith(",,,,")  # causal: blank future keys
     page.locator('[data-testid="stMain"]').evaluate("el => el.scrollTo(0, 900)")
     page.wait_for_timeout(500)
     ARTIFACTS.mkdir(exist_ok=True)

@@ -176,6 +176,8 @@ def sidebar() -> Settings:
                    f"{ss['shared_d_model'] // ss['shared_n_heads']} per head")
         st.number_input("Random seed", min_value=0, max_value=2**31 - 1, step=1, key="shared_seed",
                         help="Seeds the toy model's weights and token embeddings.")
+        st.radio("Chart camera button saves", ["png", "svg"], key="shared_image_format", horizontal=True,
+                 help="The camera icon above each chart saves a 1280×720 slide-sized image in this format.")
         st.caption("Mask convention: **True = may attend** (as `torch.nn.functional."
                    "scaled_dot_product_attention`). Blocked scores become −∞.")
     for note in ss.pop("_url_notes", []) + ([ss.pop("_heads_note")] if "_heads_note" in ss else []):

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core import figures
+from transformer_core import figures, serialize
 from transformer_core.trace import Trace
 
 FORMULAS = {
@@ -58,10 +58,50 @@ def stage_block(trace: Trace, stage: str, *, batch: int, layer: int = 0, heads: 
                    f"{STAGE_HELP.get(stage, '')}")
     heads = list(range(data.shape[1])) if heads is None else heads
     zrange = figures.stage_range(trace, stage, batch, layer)
+    fmt = st.session_state.get("shared_image_format", "png")
     for start in range(0, len(heads), per_row):
         cols = st.columns(per_row)
         for col, head in zip(cols, heads[start:start + per_row]):
             fig = figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange,
                                        hide_keys=hide_keys)
             name = figures.figure_filename(stage, head, layer, trace.tokens[batch])
-            col.plotly_chart(fig, config=figures.chart_config(name), key=f"{key_prefix}{stage}_{layer}_{head}")
+            col.plotly_chart(fig, config=figures.chart_config(name, fmt), key=f"{key_prefix}{stage}_{layer}_{head}")
+    # data generated only when clicked (a callable), so a rerun costs nothing
+    st.download_button(
+        f"⬇ {figures.STAGE_TITLES.get(stage, stage)} as CSV (all heads)", key=f"{key_prefix}{stage}_{layer}_csv",
+        data=lambda: serialize.matrix_to_csv(trace, stage, batch, head=None, layer=layer),
+        file_name=figures.figure_filename(stage, None, layer, trace.tokens[batch], "csv"), mime="text/csv",
+        on_click="ignore")
+
+
+def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer: int = 0, key_prefix: str = "") -> None:
+    """Whole-trace JSON (reopens the view) and one offline HTML file of the shown figures."""
+    stem = figures.figure_filename("trace", None, layer, trace.tokens[batch])
+
+    def html() -> str:
+        figs = [figures.stage_figure(trace, s, batch=batch, head=h, layer=layer,
+                                     zrange=figures.stage_range(trace, s, batch, layer))
+                for s in stages for h in range(trace.stage(s, layer).shape[1])]
+        return serialize.figures_to_html(figs, "Attention Explorer", description=" ".join(trace.tokens[batch]))
+
+    c1, c2 = st.columns(2)
+    c1.download_button("⬇ Every stage as JSON (tokens, settings, seed, all tensors)", key=f"{key_prefix}json",
+                       data=lambda: serialize.trace_to_json(trace), file_name=f"{stem}.json",
+                       mime="application/json", on_click="ignore", width="stretch")
+    c2.download_button("⬇ These figures as one offline HTML file", key=f"{key_prefix}html", data=html,
+                       file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
+
+
+def reopened_trace(key: str) -> Trace | None:
+    """A trace JSON the learner downloaded earlier and uploads again (None if none, or unreadable: a note says why)."""
+    with st.expander("Reopen a downloaded JSON trace"):
+        upload = st.file_uploader("Trace JSON saved from this app", type="json", key=key)
+    if upload is None:
+        return None
+    try:
+        trace = serialize.trace_from_json(upload.getvalue().decode("utf-8"))
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as err:
+        st.warning(f"That file is not a trace saved by Attention Explorer ({type(err).__name__}: {err}).", icon="⚠️")
+        return None
+    st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.", icon="📂")
+    return trace
