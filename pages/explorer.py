@@ -11,14 +11,14 @@ st.caption("Type sentences in the sidebar; every stage below is recomputed at on
            "Random weights (seeded): this shows the mechanics, not learned meaning.")
 
 if not settings.sentences:
-    st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
+    st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
 trace = views.reopened_trace(key="explorer_upload")
 if trace is None:
     try:
         trace = compute.toy_trace(settings)
     except ValueError as err:
-        st.warning(f"Nothing to show: {err}.", icon="⚠️")
+        st.warning(f"Nothing to show: {err}.", icon=":material/warning:")
         st.stop()
 
 views.token_table(trace)
@@ -27,7 +27,7 @@ if len(trace.tokens) > 1:
     batch = st.radio("Sentence to inspect", range(len(trace.tokens)), horizontal=True, key="explorer_batch",
                      format_func=lambda b: f"{b}: {' '.join(trace.tokens[b][:trace.lengths[b]])[:40]}")
 if trace.lengths[batch] == 0:
-    st.warning("This sentence has no tokens: every position is padding.", icon="⚠️")
+    st.warning("This sentence has no tokens: every position is padding.", icon=":material/warning:")
 
 views.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")
 for stage, title in zip(STAGES, ("1 · Raw scores", "2 · Masked scores", "3 · Attention weights", "4 · Per-head context")):

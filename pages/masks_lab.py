@@ -12,7 +12,7 @@ settings = state.current()
 st.title("Masks lab")
 L.prose(PAGE, "intro")
 if not settings.sentences:
-    st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
+    st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
 pair, added = L.lab_sentences(settings)
 if added:
@@ -20,12 +20,12 @@ if added:
 try:
     trace = L.lab_trace(settings)
 except ValueError as err:
-    st.warning(f"Nothing to show: {err}.", icon="⚠️")
+    st.warning(f"Nothing to show: {err}.", icon=":material/warning:")
     st.stop()
 
 st.dataframe(pd.DataFrame(trace.tokens, index=[f"sentence {b}" for b in range(len(pair))]), width="stretch")
 if any(trace.truncated):
-    st.info(f"Sentences are cut to {L.LESSON_TOKENS} tokens on this page.", icon="✂️")
+    st.info(f"Sentences are cut to {L.LESSON_TOKENS} tokens on this page.", icon=":material/content_cut:")
 for key, limit in (("masks_head", settings.n_heads), ("masks_empty_row", max(trace.lengths)),
                    ("masks_n_new", max(trace.lengths) - 1)):  # keep stored choices valid when the sentences change
     if st.session_state.get(key, 0) >= limit:
@@ -44,7 +44,7 @@ st.header("1 · Causal, padding, and both")
 L.prose(PAGE, "gallery")
 if length == n:
     st.info("This sentence is the longest of the two, so it has no [PAD]: pick the other sentence to see "
-            "the padding mask hide something.", icon="ℹ️")
+            "the padding mask hide something.", icon=":material/info:")
 gallery = L.mask_gallery(settings, batch, head)
 for kind, title in (("causal", "Causal mask"), ("padding", "Padding mask"), ("both", "Causal AND padding")):
     st.subheader(title)
@@ -95,7 +95,7 @@ L.prose(PAGE, "float16-after")
 st.header("3 · Causal masking with fewer queries than keys")
 L.prose(PAGE, "prefix")
 if length < 2:
-    st.info("This needs a sentence of at least two tokens.", icon="ℹ️")
+    st.info("This needs a sentence of at least two tokens.", icon=":material/info:")
 else:
     n_new = (st.slider("New tokens (queries) against the cached sentence", 1, length - 1, 1, key="masks_n_new")
              if length > 2 else 1)

@@ -11,7 +11,7 @@ settings = state.current()
 st.title("Multi-head pipeline")
 L.prose(PAGE, "intro")
 if not settings.sentences:
-    st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
+    st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
 batch = 0
 if st.session_state.get("pipeline_batch", 0) >= len(settings.sentences):
@@ -24,13 +24,13 @@ data = L.walkthrough(settings, batch, h, settings.causal)
 s, tokens = data["steps"], data["tokens"]
 rows, d_k, per_row = L.labels(tokens), d_model // h, min(h, 4)
 if data["truncated"]:
-    st.info(f"The sentence is cut to {L.LESSON_TOKENS} tokens on this page.", icon="✂️")
+    st.info(f"The sentence is cut to {L.LESSON_TOKENS} tokens on this page.", icon=":material/content_cut:")
 st.markdown(f"**{len(tokens)} tokens** · d_model = **{d_model}** · n_heads = **{h}** → "
             f"d_k = {d_model} / {h} = **{d_k}** · causal mask **{'on' if settings.causal else 'off'}** (sidebar)")
 
 counts = L.parameter_counts(d_model, tuple(state.head_choices(d_model)))
 st.info(f"MultiHeadAttention(d_model={d_model}, n_heads={h}) has **{counts[h]:,} parameters** "
-        f"(counted on the module).", icon="🧮")
+        f"(counted on the module).", icon=":material/calculate:")
 with st.expander("Parameters for every head count (the same: heads only split d_model)"):
     L.prose(PAGE, "params")
     st.dataframe(pd.DataFrame({"n_heads": list(counts), "d_k": [d_model // c for c in counts],

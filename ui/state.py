@@ -181,12 +181,12 @@ def sidebar() -> Settings:
         st.caption("Mask convention: **True = may attend** (as `torch.nn.functional."
                    "scaled_dot_product_attention`). Blocked scores become −∞.")
     for note in ss.pop("_url_notes", []) + ([ss.pop("_heads_note")] if "_heads_note" in ss else []):
-        st.warning(note, icon="⚠️")
+        st.warning(note, icon=":material/warning:")
     values = {k: ss[f"shared_{k}"] for k in DEFAULTS}
     st.query_params.from_dict(to_query_params(values))
     sentences, notes = split_sentences(values["text"])
     for note in notes:
-        st.info(note, icon="✂️")
+        st.info(note, icon=":material/content_cut:")
     return Settings(sentences, values["tokenizer"], values["d_model"], values["n_heads"],
                     values["causal"], values["padding"], int(values["seed"]))
 

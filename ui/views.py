@@ -45,7 +45,7 @@ def token_table(trace: Trace) -> None:
     st.dataframe(frame, width="stretch")
     cut = [b for b, t in enumerate(trace.truncated) if t]
     if cut:
-        st.info(f"Sentence(s) {cut} were cut to {trace.settings.get('max_tokens')} tokens.", icon="✂️")
+        st.info(f"Sentence(s) {cut} were cut to {trace.settings.get('max_tokens')} tokens.", icon=":material/content_cut:")
 
 
 def stage_block(trace: Trace, stage: str, *, batch: int, layer: int = 0, heads: list[int] | None = None,
@@ -101,7 +101,7 @@ def reopened_trace(key: str) -> Trace | None:
     try:
         trace = serialize.trace_from_json(upload.getvalue().decode("utf-8"))
     except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as err:
-        st.warning(f"That file is not a trace saved by Attention Explorer ({type(err).__name__}: {err}).", icon="⚠️")
+        st.warning(f"That file is not a trace saved by Attention Explorer ({type(err).__name__}: {err}).", icon=":material/warning:")
         return None
-    st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.", icon="📂")
+    st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.", icon=":material/folder_open:")
     return trace
