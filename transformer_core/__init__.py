@@ -24,8 +24,15 @@ from .trace import Trace, run_toy
 MASK_CONVENTION = "True = may attend (as torch.nn.functional.scaled_dot_product_attention)"
 
 
-def load_minilm(*args, **kwargs):
+def load_minilm():
     """Load MiniLM-L6 onto our modules; see :func:`transformer_core.pretrained.load_minilm`."""
     from .pretrained import load_minilm as _load
 
-    return _load(*args, **kwargs)
+    return _load()
+
+
+def run_minilm(sentences, **kwargs):
+    """Trace MiniLM-L6 on sentences; see :func:`transformer_core.pretrained_trace.run_minilm`."""
+    from .pretrained_trace import run_minilm as _run
+
+    return _run(sentences, **kwargs)

@@ -40,7 +40,7 @@ class EncoderConfig:
                 f"n_heads={self.n_heads} does not divide d_model={self.d_model}; "
                 f"choose one of {divisors(self.d_model)}"
             )
-        if not 0.0 <= self.dropout < 1.0:
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")

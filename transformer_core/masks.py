@@ -102,7 +102,7 @@ def to_zero_blocked(mask: torch.Tensor) -> torch.Tensor:
     return mask.bool().long()
 
 
-def rows_without_visible_key(mask: torch.Tensor | None, n_key: int | None = None) -> torch.Tensor | None:
+def rows_without_visible_key(mask: torch.Tensor | None) -> torch.Tensor | None:
     """Query rows where every key is blocked: bool ``[..., query_pos]`` (``None`` if no mask)."""
     if mask is None:
         return None
