@@ -199,9 +199,9 @@ def head_grid(figs: list[go.Figure], *, aspect: float = SLIDE_WIDTH / SLIDE_HEIG
     tick_font = dict(size=11 if n_ticks <= 8 else 9 if n_ticks <= 16 else 7)
     for i, fig in enumerate(figs):
         r, c = divmod(i, cols)
-        for trace in fig.data:
+        for j, trace in enumerate(fig.data):
             trace = go.Figure(trace).data[0]  # a copy
-            if isinstance(trace, go.Heatmap):
+            if j == 0:  # the values; later heatmaps are the one-colour "masked" overlays
                 trace.update(showscale=(i == 0), colorbar=dict(thickness=14, len=0.9))
             grid.add_trace(trace, row=r + 1, col=c + 1)
         xa, ya = fig.layout.xaxis, fig.layout.yaxis

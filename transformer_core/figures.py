@@ -91,7 +91,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     blocked = np.zeros_like(matrix, bool) if visible is None else ~np.asarray(visible, bool)
     zmin, zmax = zrange if zrange else (None, None)
     heat = dict(
-        type="heatmap", z=blank_blocked(matrix, visible), x=np.arange(n_cols), y=np.arange(n_rows),
+        type="heatmap", name="values", z=blank_blocked(matrix, visible), x=np.arange(n_cols), y=np.arange(n_rows),
         zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=1, ygap=1, showscale=show_scale,
         colorbar=dict(orientation="h", thickness=8, len=1.0, y=-0.02, yanchor="top", tickfont=dict(size=10)),
     )
