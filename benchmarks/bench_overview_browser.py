@@ -1,27 +1,33 @@
 """How long until the MiniLM page's layer × head overview is drawn in a real browser.
 
 Starts a fresh ``streamlit run app.py`` (``tests/browser_utils.streamlit_server``), opens
-``/minilm?text=…`` in headless Debian Chromium and times, from ``page.goto`` until the
-overview's heatmap image is in the DOM:
+``/minilm?text=…`` in headless Debian Chromium and reports, in milliseconds:
 
-* **cold** — first visit with this text: MiniLM runs (the model itself is already loaded
-  by a warm-up visit), nothing cached;
-* **warm** — median of further visits, each a new browser page and a new session
-  (``st.cache_data`` hit: only the figures are built, sent and drawn), with the time until
-  the page's title shows for comparison (the app shell, the same for every page);
+* **overview drawn** — from navigation start until the overview's heatmap image is in the
+  DOM. A ``MutationObserver`` installed before the page loads records the moment, so the
+  figures drawn after it (the open head's four stage figures) do not delay the reading;
+* **page settled** — until every chart of the page is drawn and the script run is over
+  (what the learner waits for before the page stops moving);
+* **title shown** — until the page's ``h1``: the app shell, the same for every page;
+* for a **cold** visit (first visit with this text: MiniLM runs; the model itself is loaded
+  by a warm-up visit) and as the median of **warm** visits (``st.cache_data`` hit: the
+  figures are built, sent and drawn). Each visit is a new browser page and Streamlit
+  session; all share one browser context, so the app's scripts (Plotly's bundle) come from
+  the browser cache, as for a returning learner;
 * **open a head** — median time from clicking a tile centre of the overview until the
-  stage figures show that layer and head (a rerun, the overview redrawn with its frame).
+  overview is redrawn with the frame on that tile, and until that head's stage figures are
+  drawn (a full rerun: both are sent again).
 
 Inputs: one sentence (the page adds its example of a different length), a longer
-paragraph, and one at the page's 128-token limit. The figure's JSON size is measured
-separately in this process with the same code (``transformer_core.overview``).
+paragraph, and one at the page's 128-token limit (pooled 2 × 2 in the overview). The
+overview figure's JSON size is measured in this process with the same code.
 
 Usage::
 
     python benchmarks/bench_overview_browser.py            # 7 warm visits, 5 clicks per input
     python benchmarks/bench_overview_browser.py --quick    # CI: 2 warm visits, 2 clicks
 
-All visits share one browser context (the app's scripts come from the browser cache, as\nfor a returning learner). Prints a markdown table (milliseconds).
+Prints a markdown table.
 """
 from __future__ import annotations
 
@@ -46,16 +52,34 @@ INPUTS = {  # name → text of the sidebar (one sentence per line)
     "paragraph": " ".join(WORDS * 2),
     "128-token limit": " ".join(WORDS * 6),
 }
-OVERVIEW_DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).some(d =>
-    d.layout && d.layout.meta && d.layout.meta.stage === 'overview' && d.querySelector('g.hm image'))"""
-HEAD_OPEN = """([layer, head]) => {
-    const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
-    const w = plots.some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights'
-                               && d.layout.meta.layer === layer && d.layout.meta.head === head);
-    const o = plots.some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'overview'
-                               && d.layout.meta.highlight && d.layout.meta.highlight[0] === layer
-                               && d.layout.meta.highlight[1] === head && d.querySelector('g.hm image'));
-    return w && o; }"""
+# Installed before every page loads: records performance.now() the first time each registered test holds.
+WATCH = """
+window.__marks = {};
+window.__tests = {
+  chart: () => !!document.querySelector('.js-plotly-plot g.hm image'),
+  overview: () => Array.from(document.querySelectorAll('.js-plotly-plot')).some(d =>
+      d.layout && d.layout.meta && d.layout.meta.stage === 'overview' && d.querySelector('g.hm image')),
+};
+window.__watch = (name, test) => { delete window.__marks[name]; window.__tests[name] = test; };
+new MutationObserver(() => {
+  for (const [name, test] of Object.entries(window.__tests)) {
+    if (!(name in window.__marks) && test()) window.__marks[name] = performance.now();
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ['href']});
+"""
+SETTLED = """() => { const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
+    return plots.length >= 5 && plots.every(d => d.querySelector('.main-svg'))
+        && !document.querySelector('[data-testid="stStatusWidget"]'); }"""
+REGISTER_HEAD = """([layer, head]) => {
+  const meta = d => (d.layout && d.layout.meta) || {};
+  const plots = () => Array.from(document.querySelectorAll('.js-plotly-plot'));
+  window.__watch('frame', () => plots().some(d => meta(d).stage === 'overview' && meta(d).highlight
+      && meta(d).highlight[0] === layer && meta(d).highlight[1] === head && d.querySelector('g.hm image')));
+  window.__watch('stages', () => ['scores', 'masked_scores', 'weights', 'context'].every(s => plots().some(d =>
+      meta(d).stage === s && meta(d).layer === layer && meta(d).head === head && d.querySelector('g.hm image'))));
+  window.__clicked = performance.now(); }"""
+EXPLORER_SETTLED = """() => document.querySelector('.js-plotly-plot g.hm image')
+    && !document.querySelector('[data-testid="stStatusWidget"]')"""
 TIMEOUT_MS = 300_000
 VIEWPORT = {"width": 1400, "height": 1000}
 
@@ -73,32 +97,35 @@ def figure_size(text: str) -> tuple[int, int, int]:
     return len(trace.tokens[0]), int(fig.data[0].z.size), len(fig.to_json())
 
 
-def visit(context, url: str):
-    """A new page (a new Streamlit session) at ``url``; returns (page, seconds until the page's
-    title is shown, seconds until the overview is drawn)."""
+def visit(context, url: str, mark: str = "overview", settled: str = SETTLED):
+    """A new page (a new Streamlit session) at ``url``: (page, title ms, ``mark`` ms, settled ms)."""
     page = context.new_page()
+    page.add_init_script(WATCH)
     start = time.perf_counter()
     page.goto(url)
     page.wait_for_selector("h1", timeout=TIMEOUT_MS)
-    shell = time.perf_counter() - start
-    page.wait_for_function(OVERVIEW_DRAWN, timeout=TIMEOUT_MS)
-    return page, shell, time.perf_counter() - start
+    title = (time.perf_counter() - start) * 1e3
+    page.wait_for_function(f"() => '{mark}' in window.__marks", timeout=TIMEOUT_MS)
+    page.wait_for_function(settled, timeout=TIMEOUT_MS)
+    done = (time.perf_counter() - start) * 1e3
+    return page, title, page.evaluate(f"window.__marks['{mark}']"), done
 
 
-def open_heads(page, tiles) -> list[float]:
-    """Click each tile centre of the overview in turn; seconds until that head is shown."""
-    times = []
+def open_heads(page, tiles) -> tuple[list[float], list[float]]:
+    """Click each tile centre of the overview in turn: ms until its frame is drawn, and until its stages are."""
+    frames, stages = [], []
     for layer, head in tiles:
         overview = page.locator(".js-plotly-plot").first
         overview.scroll_into_view_if_needed()
-        marker = overview.locator(".scatterlayer .point").nth(layer * 12 + head)
-        box = marker.bounding_box()
-        start = time.perf_counter()
+        box = overview.locator(".scatterlayer .point").nth(layer * 12 + head).bounding_box()
+        page.evaluate(REGISTER_HEAD, [layer, head])
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.wait_for_function(HEAD_OPEN, arg=[layer, head], timeout=TIMEOUT_MS)
-        times.append(time.perf_counter() - start)
-        page.wait_for_timeout(300)
-    return times
+        page.wait_for_function("() => 'frame' in window.__marks && 'stages' in window.__marks", timeout=TIMEOUT_MS)
+        marks = page.evaluate("[window.__marks.frame - window.__clicked, window.__marks.stages - window.__clicked]")
+        frames.append(marks[0])
+        stages.append(marks[1])
+        page.wait_for_function(SETTLED, timeout=TIMEOUT_MS)
+    return frames, stages
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -112,41 +139,54 @@ def main(argv: list[str] | None = None) -> None:
     clicks = 2 if args.quick else 5
     tiles = [(1, 2), (3, 7), (5, 11), (0, 5), (4, 0)][:clicks]
 
-    rows = []
+    def row(cells) -> None:
+        print("| " + " | ".join(cells) + " |", flush=True)
+
     with streamlit_server(timeout=180) as base, browser() as chromium:
-        # One browser context: like a learner's browser, the app's scripts (Plotly's bundle) come from its cache.
         context = chromium.new_context(viewport=VIEWPORT)
-        page, _, warmup = visit(context, f"{base}/minilm")  # fresh server: MiniLM loaded, first-visitor rerun
+        page, _, _, warmup = visit(context, f"{base}/minilm")  # fresh server: MiniLM loaded, first-visitor rerun
         page.close()
+        print(f"\nMiniLM page in headless Chromium ({runs} warm visits, {clicks} tile clicks per input; first visit "
+              f"of the fresh server {warmup:.0f} ms; {os.cpu_count()} CPUs)\n")
+        row(["input", "tokens n", "overview cells", "overview JSON", "cold: overview drawn", "cold: page settled",
+             "warm: title shown", "warm: overview drawn", "warm: page settled", "click: frame redrawn",
+             "click: head's stages drawn"])
+        row(["---"] + ["---:"] * 10)
         for name, text in INPUTS.items():
             url = f"{base}/minilm?{urllib.parse.urlencode({'text': text})}"
-            page, _, cold = visit(context, url)
+            page, _, cold, cold_settled = visit(context, url)
             page.close()
-            shells, warm = [], []
+            warm = []
             for _ in range(runs):
-                page, shell, seconds = visit(context, url)
-                shells.append(shell)
-                warm.append(seconds)
+                page, *times = visit(context, url)
+                warm.append(times)
                 page.close()
-            page, _, _ = visit(context, url)
-            opened = open_heads(page, tiles)
+            page, *_ = visit(context, url)
+            frames, stages = open_heads(page, tiles)
             page.close()
             n, cells, size = figure_size(text)
-            rows.append((name, n, cells, size, cold, statistics.median(shells), statistics.median(warm),
-                         statistics.median(opened)))
+            times = [cold, cold_settled, *(statistics.median(col) for col in zip(*warm)),
+                     statistics.median(frames), statistics.median(stages)]
+            row([name, str(n), f"{cells:,}", f"{size / 1e6:.2f} MB"] + [f"{t:.0f}" for t in times])
+        # Baseline: the explorer (toy model, small heatmaps): when a new page's first Plotly chart is drawn.
+        url = f"{base}/?{urllib.parse.urlencode({'text': INPUTS['one sentence']})}"
+        page, *_ = visit(context, url, "chart", EXPLORER_SETTLED)
+        page.close()
+        base_runs = []
+        for _ in range(runs):
+            page, *times = visit(context, url, "chart", EXPLORER_SETTLED)
+            base_runs.append(times)
+            page.close()
+        title, chart, settled = (statistics.median(col) for col in zip(*base_runs))
+        row(["baseline: Explorer page, its first heatmap", "", "", "", "", "", f"{title:.0f}", f"{chart:.0f}",
+             f"{settled:.0f}", "", ""])
         context.close()
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\nMiniLM overview in headless Chromium ({runs} warm visits, {clicks} clicks per input; "
-          f"first visit of the fresh server {warmup * 1e3:.0f} ms; load average {load:.2f}, {os.cpu_count()} CPUs)\n")
-    print("| input | tokens n | heatmap cells | figure JSON | cold visit: overview drawn | warm visit: title shown "
-          "| warm visit: overview drawn | open a head (click → drawn) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, n, cells, size, cold, shell, warm, opened in rows:
-        print(f"| {name} | {n} | {cells:,} | {size / 1e6:.2f} MB | {cold * 1e3:.0f} | {shell * 1e3:.0f} "
-              f"| {warm * 1e3:.0f} | {opened * 1e3:.0f} |")
-    print("\nMilliseconds; warm and click columns are medians. A visit is a new browser page and Streamlit "
-          "session; cold = first visit with this text (MiniLM runs), warm = st.cache_data hit.")
+    print(f"\nMilliseconds; warm and click columns are medians. Cold = first visit with this text (MiniLM runs), "
+          f"warm = st.cache_data hit; both from navigation start. Click columns from the click. The baseline row "
+          f"is the Explorer's first chart (toy model): the fixed cost of a new page's first Plotly chart. "
+          f"Load average at the end: {load:.2f}.")
 
 
 if __name__ == "__main__":

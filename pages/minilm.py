@@ -37,7 +37,7 @@ except ValueError as err:
 
 
 def _open(layer: int, head: int) -> None:
-    ss["minilm_layer"], ss["minilm_head"], ss["minilm_all_heads"] = layer, head, False
+    ss["minilm_layer"], ss["minilm_head"] = layer, head
 
 
 def _open_tile() -> None:
@@ -72,7 +72,8 @@ n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
 if n_pad and settings.padding:
     st.success(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask on**: their key columns are "
-               "blank in every figure below (weight exactly 0), so real tokens attend only to real tokens. "
+               "blank in the overview and in the masked-score and weight figures below (weight exactly 0), so real "
+               "tokens attend only to real tokens. "
                "Turn it off in the sidebar to see what happens without it.", icon="🧱")
 elif n_pad:
     top = stats.loc[stats["pad_share"].idxmax()]

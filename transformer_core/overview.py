@@ -145,7 +145,7 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
     layout = dict(
         meta={"stage": "overview", "batch": batch, "n_layers": n_layers, "n_heads": n_heads, "n": n, "tile": m,
               "gutter": g, "pool": step, "highlight": list(highlight) if highlight is not None else None},
-        height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#d9d9d9", shapes=shapes,
+        height=height, margin=dict(l=64, r=10, t=64, b=10), plot_bgcolor="#d9d9d9", shapes=shapes,
         clickmode="event+select", hovermode="closest", dragmode="zoom",
         hoverdistance=1,  # a tile-centre marker answers only under itself; elsewhere the cell under the cursor
         xaxis=dict(type="category", tickmode="array", tickvals=[xs[h * (m + g) + mid] for h in range(n_heads)],
