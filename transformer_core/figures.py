@@ -54,9 +54,12 @@ def blank_blocked(matrix: np.ndarray, visible: np.ndarray | None = None) -> np.n
     return m
 
 
-def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0) -> tuple[float, float]:
-    """Colour range shared by every head of one stage (visible, finite cells only)."""
+def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0,
+                heads: list[int] | None = None) -> tuple[float, float]:
+    """Colour range shared by the shown heads of one stage (all heads by default; visible, finite cells only)."""
     data = trace.stage(stage, layer)[batch]  # [head, rows, cols]
+    if heads is not None:
+        data = data[heads]
     if stage in PATTERN_STAGES:
         data = data[:, trace.visible(batch)]
     data = data[np.isfinite(data)]
@@ -115,16 +118,19 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
                 x=np.arange(n_cols), y=np.arange(n_rows), colorscale=[[0, colour], [1, colour]],
                 showscale=False, hoverongaps=False, xgap=1, ygap=1, name=text,
                 hovertemplate=f"{row_title} position %{{y}}<br>{col_title} position %{{x}}<br>{text}<extra></extra>"))
-    # Chromium lays out every tick label: beyond MAX_TICKS, label every k-th position (hover names them all).
+    # ticklabeloverflow="allow" skips Plotly's per-label overflow check (most of the draw time at
+    # 128 tokens in a browser profile). Chromium still lays out every tick label: beyond
+    # MAX_TICKS, label every k-th position (the hover names them all).
     xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
     size = height or max(260, min(720, 110 + 24 * n_rows))
     layout = dict(
         title=dict(text=title, font=dict(size=14)), meta=meta or {}, height=size,
         margin=dict(l=10, r=10, t=40 if title else 10, b=40 if show_scale else 10), plot_bgcolor="#ffffff",
         xaxis=dict(tickmode="array", tickvals=xticks, ticktext=[col_labels[i] for i in xticks], side="top",
-                   title=dict(text=col_title), tickangle=-45, showgrid=False, zeroline=False),
+                   title=dict(text=col_title), tickangle=-45, showgrid=False, zeroline=False,
+                   ticklabeloverflow="allow"),
         yaxis=dict(tickmode="array", tickvals=yticks, ticktext=[ticks_y[i] for i in yticks], autorange="reversed",
-                   title=dict(text=row_title), showgrid=False, zeroline=False),
+                   title=dict(text=row_title), showgrid=False, zeroline=False, ticklabeloverflow="allow"),
     )
     fig = go.Figure(data=traces, layout=layout)
     return fig

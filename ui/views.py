@@ -57,7 +57,7 @@ def stage_block(trace: Trace, stage: str, *, batch: int, layer: int = 0, heads: 
     right.markdown(f"**{figures.STAGE_TITLES.get(stage, stage)}**  \n`{shape_text(stage, data.shape)}`  \n"
                    f"{STAGE_HELP.get(stage, '')}")
     heads = list(range(data.shape[1])) if heads is None else heads
-    zrange = figures.stage_range(trace, stage, batch, layer)
+    zrange = figures.stage_range(trace, stage, batch, layer, heads)
     fmt = st.session_state.get("shared_image_format", "png")
     for start in range(0, len(heads), per_row):
         cols = st.columns(per_row)
