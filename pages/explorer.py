@@ -24,8 +24,8 @@ if trace is None:
 views.token_table(trace)
 batch = 0
 if len(trace.tokens) > 1:
-    batch = st.radio("Sentence to inspect", range(len(trace.tokens)), horizontal=True, key="explorer_batch",
-                     format_func=lambda b: f"{b}: {' '.join(trace.tokens[b][:trace.lengths[b]])[:40]}")
+    batch = views.sentence_radio("Sentence to inspect", [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)],
+                                 key="explorer_batch")
 if trace.lengths[batch] == 0:
     st.warning("This sentence has no tokens: every position is padding.", icon=":material/warning:")
 

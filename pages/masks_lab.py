@@ -6,6 +6,7 @@ import streamlit as st
 
 from ui import lessons as L
 from ui import state
+from ui.markdown import plain
 
 PAGE = "masks_lab"
 settings = state.current()
@@ -33,7 +34,7 @@ for key, limit in (("masks_head", settings.n_heads), ("masks_empty_row", max(tra
 left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
 batch = left.radio("Sentence", range(len(pair)), index=shorter, horizontal=True, key="masks_batch",
-                   format_func=lambda b: f"{b}: {' '.join(trace.tokens[b][:trace.lengths[b]])[:40]}")
+                   format_func=lambda b: plain(f"{b}: {' '.join(trace.tokens[b][:trace.lengths[b]])[:40]}"))
 head = right.selectbox("Head", range(settings.n_heads), key="masks_head",
                        help="Which head's scores to mask (the sidebar's n_heads sets how many there are).")
 tokens, length = trace.tokens[batch], trace.lengths[batch]
@@ -62,7 +63,7 @@ for kind, title in (("causal", "Causal mask"), ("padding", "Padding mask"), ("bo
 st.header("2 · The seeds' two conventions")
 L.prose(PAGE, "conventions")
 empty_row = st.selectbox("Query row whose every key we block (a row with no visible key)", range(n),
-                         key="masks_empty_row", format_func=lambda i: f"{i}: {tokens[i]}")
+                         key="masks_empty_row", format_func=lambda i: plain(f"{i}: {tokens[i]}"))
 conv = L.conventions(settings, batch, head, empty_row)
 cols = st.columns(3)
 shown = conv["mask"] | ~conv["ordinary"][:, None]  # ordinary rows: visible keys; the empty row: every cell

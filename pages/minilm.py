@@ -22,17 +22,17 @@ st.caption("From the sidebar only the **sentences** and the **Padding mask** app
            "causal mask, d_model, n_heads and seed controls belong to the toy model.")
 
 if not settings.sentences:
-    st.info("Type at least one sentence in the sidebar to begin.", icon="✍️")
+    st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
 sentences, example = minilm.with_example(settings.sentences)
 try:
     trace = minilm.minilm_trace(sentences, settings.padding)
 except PretrainedUnavailable as err:
-    st.error(f"The trained model MiniLM-L6 is not available, so this page cannot run: {err}", icon="🚫")
+    st.error(f"The trained model MiniLM-L6 is not available, so this page cannot run: {err}", icon=":material/block:")
     st.caption("The other pages use the toy model and keep working.")
     st.stop()
 except ValueError as err:
-    st.warning(f"Nothing to show: {err}.", icon="⚠️")
+    st.warning(f"Nothing to show: {err}.", icon=":material/warning:")
     st.stop()
 
 
@@ -59,12 +59,12 @@ def _open_row() -> None:
 if example:
     st.info(f"You typed one sentence, so the built-in example “{example}” is added as sentence 1. The two have "
             "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** (sidebar) has "
-            "something to act on.", icon="➕")
+            "something to act on.", icon=":material/add:")
 views.token_table(trace)
 if ss.get("minilm_batch", 0) >= len(trace.tokens):
     ss["minilm_batch"] = 0
-batch = st.radio("Sentence to inspect", range(len(trace.tokens)), horizontal=True, key="minilm_batch",
-                 format_func=lambda b: f"{b}: {' '.join(trace.tokens[b][1:trace.lengths[b] - 1])[:40]}")
+batch = views.sentence_radio("Sentence to inspect",
+                             [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.lengths)], key="minilm_batch")
 
 stats = minilm.minilm_stats(sentences, settings.padding, batch)
 n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
@@ -74,14 +74,14 @@ if n_pad and settings.padding:
     st.success(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask on**: their key columns are "
                "blank in the overview and in the masked-score and weight figures below (weight exactly 0), so real "
                "tokens attend only to real tokens. "
-               "Turn it off in the sidebar to see what happens without it.", icon="🧱")
+               "Turn it off in the sidebar to see what happens without it.", icon=":material/view_column:")
 elif n_pad:
     top = stats.loc[stats["pad_share"].idxmax()]
     st.warning(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask off**: MiniLM attends to them "
                f"as if they were words. Real tokens give [PAD] {stats['pad_share'].mean():.1%} of their attention on "
                f"average over all 72 heads, up to {top['pad_share']:.1%} in layer {int(top['layer'])}, head "
                f"{int(top['head'])} (column “to [PAD]” below), so this sentence's outputs depend on the padding.",
-               icon="⚠️")
+               icon=":material/warning:")
 elif padded:
     st.caption(f"Sentence {batch} is the longest and has no [PAD]; sentence(s) {', '.join(map(str, padded))} "
                "are padded — pick one to see what the padding mask does.")

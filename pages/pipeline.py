@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import lessons as L
-from ui import state
+from ui import state, views
 
 PAGE = "pipeline"
 settings = state.current()
@@ -17,8 +17,7 @@ batch = 0
 if st.session_state.get("pipeline_batch", 0) >= len(settings.sentences):
     st.session_state.pop("pipeline_batch")
 if len(settings.sentences) > 1:
-    batch = st.radio("Sentence to follow", range(len(settings.sentences)), horizontal=True, key="pipeline_batch",
-                     format_func=lambda b: f"{b}: {settings.sentences[b][:40]}")
+    batch = views.sentence_radio("Sentence to follow", list(settings.sentences), key="pipeline_batch")
 h, d_model = settings.n_heads, settings.d_model
 data = L.walkthrough(settings, batch, h, settings.causal)
 s, tokens = data["steps"], data["tokens"]

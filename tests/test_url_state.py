@@ -14,12 +14,18 @@ def test_valid_parameters_round_trip():
 def test_bad_values_fall_back_one_by_one():
     values, notes = parse_query_params({"d_model": "12", "n_heads": "x", "causal": "2", "seed": "1e3"})
     assert (values["d_model"], values["n_heads"], values["causal"], values["seed"]) == (64, 8, False, 0)
-    assert len(notes) == 4 and "d_model=12" in notes[0]
+    assert len(notes) == 4 and "d\\_model=12" in notes[0]  # Markdown-escaped: shown as text
 
 
 def test_n_heads_must_divide_d_model():
     values, notes = parse_query_params({"d_model": "96", "n_heads": "64"})
     assert values["d_model"] == 96 and values["n_heads"] == 8 and "must divide" in notes[0]
+
+
+def test_the_tokenizer_travels_in_the_url():
+    assert parse_query_params({"tokenizer": "wordpiece"})[0]["tokenizer"] == "wordpiece"
+    values, notes = parse_query_params({"tokenizer": "bpe"})
+    assert values["tokenizer"] == "word" and "tokenizer=bpe" in notes[0]
 
 
 def test_list_values_take_the_last_and_text_is_cut():

@@ -14,6 +14,8 @@ import streamlit as st
 
 from transformer_core.config import divisors
 
+from .markdown import plain
+
 MAX_CHARS = 2000  # text area limit
 MAX_SENTENCES = 6  # lines after the sixth are ignored, with a note
 MAX_TOKENS = 128  # tokens per sentence (the toy model and MiniLM)
@@ -29,7 +31,7 @@ DEFAULTS = {
     "padding": True,
     "seed": 0,
 }
-URL_KEYS = ("text", "d_model", "n_heads", "causal", "padding", "seed")
+URL_KEYS = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
 _TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
 
 
@@ -76,12 +78,17 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         return raw[-1] if isinstance(raw, list) and raw else raw
 
     def bad(key, raw, why):
-        notes.append(f"URL parameter `{key}={str(raw)[:40]}` ignored ({why}); using {DEFAULTS[key]!r}.")
+        notes.append(f"URL parameter {plain(f'{key}={str(raw)[:40]}')} ignored ({why}); using {DEFAULTS[key]!r}.")
 
     if (text := get("text")) is not None:
         values["text"] = str(text)[:MAX_CHARS]
         if len(str(text)) > MAX_CHARS:
             notes.append(f"URL text cut to {MAX_CHARS} characters.")
+    if (raw := get("tokenizer")) is not None:
+        if str(raw) in TOKENIZERS:
+            values["tokenizer"] = str(raw)
+        else:
+            bad("tokenizer", raw, f"choose one of {list(TOKENIZERS)}")
     for key in ("d_model", "seed"):
         raw = get(key)
         if raw is None:
@@ -108,7 +115,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         else:
             fallback = max(h for h in choices if h <= DEFAULTS["n_heads"])
             values["n_heads"] = fallback
-            notes.append(f"URL parameter `n_heads={str(raw)[:40]}` ignored (must divide d_model="
+            notes.append(f"URL parameter {plain(f'n_heads={str(raw)[:40]}')} ignored (must divide d_model="
                          f"{values['d_model']}: one of {choices}); using {fallback}.")
     elif values["n_heads"] not in head_choices(values["d_model"]):
         values["n_heads"] = max(head_choices(values["d_model"]))

@@ -8,6 +8,8 @@ import streamlit as st
 from transformer_core import figures, serialize
 from transformer_core.trace import Trace
 
+from .markdown import plain
+
 FORMULAS = {
     "q": r"Q = X W_Q \;\text{(split into heads)}",
     "k": r"K = X W_K \;\text{(split into heads)}",
@@ -105,3 +107,9 @@ def reopened_trace(key: str) -> Trace | None:
         return None
     st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.", icon=":material/folder_open:")
     return trace
+
+
+def sentence_radio(label: str, sentences: list[str], key: str) -> int:
+    """Pick one sentence of the batch; labels are the sentence's first 40 characters, as plain text."""
+    return st.radio(label, range(len(sentences)), horizontal=True, key=key,
+                    format_func=lambda b: plain(f"{b}: {sentences[b][:40]}"))
