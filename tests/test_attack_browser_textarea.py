@@ -1,0 +1,77 @@
+"""Attack (real browser): the sentence box's ``max_chars=2000`` in Streamlit's frontend.
+
+Streamlit's text area rejects *every* edit that would leave more than ``max_chars`` UTF-16 code
+units, while the app counts (and cuts URL text to) 2000 Python code points:
+
+* pasting a text over 2000 characters is dropped entirely, with no note (the app's own
+  "Text cut to its first 2000 characters." note can never fire from the box);
+* a link whose text has more than 1000 emoji (2 UTF-16 units each, at most 2000 code points)
+  loads, but the box then refuses Backspace and typing.
+"""
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+
+from browser_utils import browser, chromium_missing, streamlit_server
+
+_missing = chromium_missing()
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+BOX = "Sentences (one per line)"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    with browser() as b:
+        yield b
+
+
+def _open(chromium, url):
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000},
+                                   permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.goto(url)
+    page.get_by_role("textbox", name=BOX).wait_for(timeout=120_000)
+    page.locator('[data-testid="stMain"] h1').first.wait_for(timeout=120_000)
+    return context, page
+
+
+@pytest.mark.xfail(strict=True, reason="a paste over 2000 characters is silently dropped by the text area")
+def test_pasting_a_long_text_keeps_it_or_says_it_was_cut(server, chromium):
+    context, page = _open(chromium, f"{server}/?text=hi")
+    try:
+        long = " ".join(["The quick brown fox jumps over the lazy dog."] * 50)  # 2249 characters
+        page.evaluate("(t) => navigator.clipboard.writeText(t)", long)
+        box = page.get_by_role("textbox", name=BOX)
+        box.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.press("Control+v")
+        page.wait_for_timeout(500)
+        assert box.input_value() != "hi", "the pasted text vanished without a note"
+    finally:
+        context.close()
+
+
+@pytest.mark.xfail(strict=True, reason="URL text within 2000 code points but over 2000 UTF-16 units "
+                                       "makes the text area refuse every edit")
+def test_a_long_emoji_link_leaves_the_box_editable(server, chromium):
+    text = "😀" * 1999 + "x"  # 2000 code points: accepted by the app without a note
+    context, page = _open(chromium, f"{server}/?text={urllib.parse.quote(text)}")
+    try:
+        box = page.get_by_role("textbox", name=BOX)
+        n_before = len(box.input_value())
+        box.click()
+        page.keyboard.press("Control+End")
+        page.keyboard.press("Backspace")
+        page.wait_for_timeout(300)
+        n_after = len(box.input_value())
+        assert n_after < n_before, f"Backspace did nothing ({n_before} characters before and after)"
+    finally:
+        context.close()
