@@ -13,7 +13,7 @@ st.caption("Type sentences in the sidebar; every stage below is recomputed at on
 if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
-trace = views.reopened_trace(key="explorer_upload")
+trace = views.reopened_trace(key="explorer_upload", stages=STAGES)
 if trace is None:
     try:
         trace = compute.toy_trace(settings)

@@ -18,6 +18,9 @@ if not settings.sentences:
 pair, added = L.lab_sentences(settings)
 if added:
     L.prose(PAGE, "one-sentence")
+if len(settings.sentences) > 2:
+    st.info(f"This page uses the first two sentences; the other {len(settings.sentences) - 2} are not shown here.",
+            icon=":material/info:")
 try:
     trace = L.lab_trace(settings)
 except ValueError as err:
@@ -70,7 +73,9 @@ shown = conv["mask"] | ~conv["ordinary"][:, None]  # ordinary rows: visible keys
 for col, name, title in zip(cols, ("seed 000", "seed 001", "ours"),
                             ("seed 000: mask == 0 → −inf", "seed 001: True → −1e9", "ours: True = may attend, −inf")):
     L.chart(L.pattern_figure(conv["weights"][name], rows, rows, title, visible=shown,
-                             empty_rows=~conv["ordinary"], section="conventions", recipe=name), f"masks_conv_{name.replace(' ', '')}", col, f"weights_{name.replace(' ', '')}")
+                             empty_rows=~conv["ordinary"], section="conventions", recipe=name,
+                             empty_note={"seed 000": "no visible key: softmax gave NaN (blank)"}.get(
+                                 name, "no visible key: weights 0")), f"masks_conv_{name.replace(' ', '')}", col, f"weights_{name.replace(' ', '')}")
 d = conv["diffs"]
 st.markdown(f"**Ordinary rows** (every row with a visible key) — max |seed 000 − seed 001| = `{d[('seed 000', 'seed 001')]:.3g}`, "
             f"max |seed 000 − ours| = `{d[('seed 000', 'ours')]:.3g}`, max |seed 001 − ours| = `{d[('seed 001', 'ours')]:.3g}`.")

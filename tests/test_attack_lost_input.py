@@ -12,8 +12,6 @@ def _notes(at) -> set[str]:
     return {str(el.value) for kind in NOTE_TYPES for el in at.get(kind)}
 
 
-@pytest.mark.xfail(strict=True, reason="the masks lab uses only the first two sentences and says nothing "
-                                       "about the others")
 def test_masks_lab_says_when_it_ignores_sentences():
     two, three = "The cat sat on the mat.\nThe dog chased the cat!", \
         "The cat sat on the mat.\nThe dog chased the cat!\nA third sentence nobody sees"

@@ -27,8 +27,6 @@ def _interpreted(md: str) -> bool:
     return any(tag in html for tag in ("<a ", "<img ", "<strong>", "<em>"))
 
 
-@pytest.mark.xfail(strict=True, reason="the upload warning quotes the file's format value unescaped: "
-                                       "Markdown in it renders (link / bold / remote image)")
 def test_upload_warning_shows_the_files_text_as_text(monkeypatch):
     doc = {"format": "[Log in](https://evil.example) **x** ![i](http://127.0.0.1:9/p.png)"}
     data = json.dumps(doc).encode("utf-8")

@@ -18,8 +18,6 @@ def _conventions(at):
             if f["layout"].get("meta", {}).get("section") == "conventions"}
 
 
-@pytest.mark.xfail(strict=True, reason="an opaque 'no visible key: weights 0' overlay covers the empty row "
-                                       "of seed 000 (NaN) and seed 001 (uniform 1/n) too")
 def test_empty_row_overlay_claims_weights_0_only_where_they_are_0():
     at = new_app(text="The cat sat on the mat\nA dog", causal="1").run()
     at.switch_page("pages/masks_lab.py").run()

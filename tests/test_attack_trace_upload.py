@@ -38,8 +38,6 @@ def _more_tokens_than_the_arrays(doc):
     doc["tokens"] = [["a"] * 7, ["b"] * 7]
 
 
-@pytest.mark.xfail(strict=True, reason="a parseable but inconsistent trace JSON is accepted and then crashes "
-                                       "the explorer (KeyError / IndexError / broadcast ValueError)")
 @pytest.mark.parametrize("corrupt", [_no_stages, _no_weights, _no_tokens, _more_tokens_than_the_arrays])
 def test_inconsistent_trace_json_gives_a_note_not_a_traceback(monkeypatch, corrupt):
     doc = copy.deepcopy(_valid())

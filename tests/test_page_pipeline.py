@@ -36,7 +36,7 @@ def test_runs_every_step_and_no_nan(at):
     titles = [s.value for s in at.subheader]
     assert [int(t.split(" · ")[0]) for t in titles] == list(range(1, 12))
     for spec in (chart.proto.spec for chart in at.get("plotly_chart")):
-        assert "NaN" not in spec and "Infinity" not in spec
+        assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", spec)  # base64 bytes may spell "NaN"
     assert len(steps(at, "q")) == 8 and len(steps(at, "weights")) == 8
 
 

@@ -81,7 +81,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
             visible: np.ndarray | None = None, empty_rows: np.ndarray | None = None,
             zrange: tuple[float, float] | None = None, colorscale: str = SEQUENTIAL,
             title: str = "", meta: dict | None = None, row_title: str = "query", col_title: str = "key",
-            height: int | None = None, show_scale: bool = True) -> go.Figure:
+            height: int | None = None, show_scale: bool = True,
+            empty_note: str = "no visible key: weights 0") -> go.Figure:
     """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
 
     ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
@@ -109,9 +110,9 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     traces = [heat]
     # Blank cells have no hover of their own: a one-colour heatmap over them says why. (One image
     # per trace: invisible scatter markers per cell cost ~10 s per 128² figure in Chromium.)
+    blank = ~np.isfinite(heat["z"])
     for cells, text, colour in ((blocked & ~empty_rows[:, None], "masked", "#d9d9d9"),
-                                (np.broadcast_to(empty_rows[:, None], blocked.shape), "no visible key: weights 0",
-                                 "#b8b8b8")):
+                                (blank & empty_rows[:, None], empty_note, "#b8b8b8")):
         if cells.any():
             traces.append(dict(
                 type="heatmap", z=np.where(cells, np.float32(1), np.float32(np.nan)),

@@ -111,7 +111,7 @@ def mask_figure(mask: np.ndarray, rows: list[str], cols: list[str], title: str, 
 def pattern_figure(matrix: np.ndarray, rows: list[str], cols: list[str], title: str, *,
                    visible: np.ndarray | None = None, empty_rows: np.ndarray | None = None, signed: bool = False,
                    zrange: tuple[float, float] | None = None, height: int | None = None, show_scale: bool = True,
-                   **meta) -> "figures.go.Figure":
+                   empty_note: str = "no visible key: weights 0", **meta) -> "figures.go.Figure":
     """A ``[query, key]`` matrix; blocked (and non-finite) cells blank; rows with no visible key marked ⊘
     (``empty_rows``, by default the rows of ``visible`` with no True)."""
     matrix = np.asarray(matrix, np.float32)
@@ -123,7 +123,8 @@ def pattern_figure(matrix: np.ndarray, rows: list[str], cols: list[str], title: 
         zrange = (-bound or -1.0, bound or 1.0) if signed else (0.0, float(values.max()) if values.size and values.max() > 0 else 1.0)
     return _titled(figures.heatmap(matrix, rows, cols, visible=visible, empty_rows=empty, zrange=zrange,
                                    colorscale=figures.DIVERGING if signed else figures.SEQUENTIAL, title=title,
-                                   height=height, show_scale=show_scale, meta={"kind": "pattern", **meta}))
+                                   height=height, show_scale=show_scale, empty_note=empty_note,
+                                   meta={"kind": "pattern", **meta}))
 
 
 def feature_figure(matrix: np.ndarray, rows: list[str], title: str, *, n_heads: int | None = None,

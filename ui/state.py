@@ -166,9 +166,10 @@ def sidebar() -> Settings:
     _init_from_url()
     ss = st.session_state
     with st.sidebar:
-        st.text_area("Sentences (one per line)", key="shared_text", height=110, max_chars=MAX_CHARS,
-                     help=f"Each line is one sentence of the batch (up to {MAX_SENTENCES}); "
-                          f"shorter sentences are padded with [PAD].")
+        # no max_chars: the browser would silently refuse a longer paste; we cut it with a note instead
+        st.text_area("Sentences (one per line)", key="shared_text", height=110,
+                     help=f"Each line is one sentence of the batch (up to {MAX_SENTENCES}, "
+                          f"{MAX_CHARS} characters in all); shorter sentences are padded with [PAD].")
         st.selectbox("Tokenizer", list(TOKENIZERS), format_func=TOKENIZERS.get, key="shared_tokenizer")
         st.toggle("Causal mask", key="shared_causal", help="Each query sees only itself and earlier keys.")
         st.toggle("Padding mask", key="shared_padding", help="Hide the [PAD] key columns.")

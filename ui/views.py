@@ -94,18 +94,33 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
                        file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
 
 
-def reopened_trace(key: str) -> Trace | None:
-    """A trace JSON the learner downloaded earlier and uploads again (None if none, or unreadable: a note says why)."""
+def reopened_trace(key: str, stages: tuple[str, ...]) -> Trace | None:
+    """A trace JSON the learner downloaded earlier and uploads again.
+
+    None if there is none, or if it cannot be shown (a note says why): it must hold ``stages``
+    of layer 0 with shapes that match its tokens.
+    """
     with st.expander("Reopen a downloaded JSON trace"):
         upload = st.file_uploader("Trace JSON saved from this app", type="json", key=key)
     if upload is None:
         return None
     try:
         trace = serialize.trace_from_json(upload.getvalue().decode("utf-8"))
-    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as err:
-        st.warning(f"That file is not a trace saved by Attention Explorer ({type(err).__name__}: {err}).", icon=":material/warning:")
+        n_batch, n_pos = len(trace.tokens), len(trace.tokens[0]) if trace.tokens else 0
+        if not n_batch or not n_pos or len(trace.lengths) != n_batch:
+            raise ValueError("it has no tokens")
+        for stage in stages:
+            shape = trace.stage(stage).shape
+            if shape[0] != n_batch or shape[2] != n_pos:
+                raise ValueError(f"stage {stage!r} has shape {list(shape)} for {n_batch}×{n_pos} tokens")
+        if trace.mask is not None and trace.mask.shape[-1] != n_pos:
+            raise ValueError(f"its mask has {trace.mask.shape[-1]} key positions for {n_pos} tokens")
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError) as err:
+        st.warning(plain(f"That file cannot be shown: {type(err).__name__}: {str(err)[:200]}"),
+                   icon=":material/warning:")
         return None
-    st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.", icon=":material/folder_open:")
+    st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.",
+            icon=":material/folder_open:")
     return trace
 
 
