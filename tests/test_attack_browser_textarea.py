@@ -1,12 +1,9 @@
-"""Attack (real browser): the sentence box's ``max_chars=2000`` in Streamlit's frontend.
+"""Regression (real browser): long pastes and long emoji links in the sentence box.
 
-Streamlit's text area rejects *every* edit that would leave more than ``max_chars`` UTF-16 code
-units, while the app counts (and cuts URL text to) 2000 Python code points:
-
-* pasting a text over 2000 characters is dropped entirely, with no note (the app's own
-  "Text cut to its first 2000 characters." note can never fire from the box);
-* a link whose text has more than 1000 emoji (2 UTF-16 units each, at most 2000 code points)
-  loads, but the box then refuses Backspace and typing.
+Streamlit's ``max_chars`` counts UTF-16 units in the browser and silently refused a paste over
+the limit, and a link with >1000 emoji froze the box. The box now has no ``max_chars``; the app
+cuts text to 2000 code points itself and says so. Each module starts its own fresh server
+(``tests/test_browser.py`` needs a fresh one for its first-visitor check).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Attack: learner input dropped without a word."""
+"""Regression (from an attack): learner input is never dropped without a word."""
 from __future__ import annotations
 
 import pytest

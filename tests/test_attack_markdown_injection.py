@@ -1,4 +1,4 @@
-"""Attack: text from an uploaded file reaches Streamlit markdown unescaped.
+"""Regression (from an attack): user text never renders as Markdown (it once did).
 
 URL-parameter notes and sentence pickers escape user text (``ui.markdown.plain``); the
 "Reopen a downloaded JSON trace" warning still quotes the file's ``format`` value raw, so a

@@ -1,4 +1,4 @@
-"""Attack: the masks lab's "two conventions" figures hide what seed 000 and seed 001 do on a row
+"""Regression (from an attack): the masks lab's "two conventions" figures once hid what seeds 000 and 001 do on a row
 with no visible key.
 
 The lesson (assets/masks_lab.md) says seed 000 gives NaN there and seed 001 spreads the weight

@@ -1,6 +1,6 @@
-"""Attack: "Reopen a downloaded JSON trace" with a file that has the right ``format`` but
+"""Regression (from an attack): "Reopen a downloaded JSON trace" with a file that has the right ``format`` but
 inconsistent contents. The uploader promises a note for unreadable files; these pass
-``trace_from_json``, get "Showing the uploaded trace…", and then the page shows a traceback.
+``trace_from_json`` and once led to a traceback; now the page shows a note.
 
 AppTest cannot drive ``st.file_uploader``, so it is replaced by a stub returning the file.
 """
