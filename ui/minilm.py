@@ -47,7 +47,7 @@ def with_example(sentences: tuple[str, ...]) -> tuple[tuple[str, ...], str | Non
     return (sentences[0], example), example
 
 
-@st.cache_data(max_entries=32, show_spinner="Running MiniLM-L6 …")
+@st.cache_data(max_entries=8, show_spinner="Running MiniLM-L6 …")  # a 128-token trace is ~90 MB
 def minilm_trace(sentences: tuple[str, ...], padding: bool) -> Trace:
     """MiniLM-L6's trace of ``sentences`` (cut to ``MAX_TOKENS`` tokens each), keeping only
     the attention stages the page shows, so a cached copy stays small.
