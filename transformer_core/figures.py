@@ -18,7 +18,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from .trace import Trace
+from .trace import PATTERN_STAGES, Trace
 
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"
@@ -29,8 +29,6 @@ STAGE_TITLES = {
     "scores": "Raw scores QKᵀ/√d_k", "masked_scores": "Masked scores",
     "weights": "Attention weights softmax(·)", "context": "Per-head context weights·V",
 }
-# Stages whose columns are key positions (the rest have feature columns).
-PATTERN_STAGES = ("scores", "masked_scores", "weights", "dropped_weights")
 EMPTY_ROW_MARK = "⊘"
 MAX_TICKS = 24  # 128 labelled ticks per axis made a 128² figure take ~5 s to draw in Chromium
 TOKEN_HOVER_MAX_CELLS = 64 * 64  # above this, hovers name positions, not tokens (payload)

@@ -28,15 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .trace import Trace
+from .trace import PATTERN_STAGES, Trace
 
 if TYPE_CHECKING:
     import pandas as pd
 
 FORMAT = "attention-explorer-trace/1"
-# Stages whose columns are key positions (same list as figures.PATTERN_STAGES; kept here so
-# this module needs no Plotly import).
-PATTERN_STAGES = ("scores", "masked_scores", "weights", "dropped_weights")
 
 
 # ---------------------------------------------------------------- JSON

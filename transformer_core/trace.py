@@ -22,6 +22,8 @@ from .encoder import Encoder
 from .hooks import capture
 from .tokenize import TokenBatch, batch_tokens
 
+# Stages whose matrices are [query_pos, key_pos] (the rest have feature columns).
+PATTERN_STAGES = ("scores", "masked_scores", "weights", "dropped_weights")
 ATTENTION_STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context", "concat", "projected", "output")
 
 
