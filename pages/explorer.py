@@ -1,40 +1,45 @@
 """Explorer: every stage of multi-head attention for the learner's sentences (random weights)."""
 import streamlit as st
 
-from ui import compute, state, views
-
-STAGES = ("scores", "masked_scores", "weights", "context")
+from ui import compute, head_view, state, views
 
 settings = state.current()
 st.title("Attention Explorer")
-st.caption("Type sentences in the sidebar; every stage below is recomputed at once. "
-           "Random weights (seeded): this shows the mechanics, not learned meaning.")
+st.markdown(
+    "Each token's new vector is a **weighted mix of all tokens**: a row is a query, a column a key, a row's "
+    "weights add up to 1. **Try first:** turn on the **Causal mask** (sidebar), then change **n_heads**. "
+    "Then see [trained heads](/minilm), [masks](/masks_lab) and [the whole block](/pipeline).")
 
 if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
-trace = views.reopened_trace(key="explorer_upload", stages=STAGES)
+STAGES = ("scores", "masked_scores", "weights", "context")
+main, extras = st.container(), st.container()  # figures first; tables, downloads and uploads below them
+with extras:
+    st.divider()
+    box = st.expander("Tokens, downloads and reopening a saved trace", icon=":material/table:")
+tables = box.container()
+with box:
+    trace = views.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
 if trace is None:
     try:
         trace = compute.toy_trace(settings)
     except ValueError as err:
-        st.warning(f"Nothing to show: {err}.", icon=":material/warning:")
+        main.warning(f"Nothing to show: {err}.", icon=":material/warning:")
         st.stop()
 
-views.token_table(trace)
-batch = 0
-if len(trace.tokens) > 1:
-    batch = views.sentence_radio("Sentence to inspect", [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)],
-                                 key="explorer_batch")
-if trace.lengths[batch] == 0:
-    st.warning("This sentence has no tokens: every position is padding.", icon=":material/warning:")
-
-views.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")
-for stage, title in zip(STAGES, ("1 · Raw scores", "2 · Masked scores", "3 · Attention weights", "4 · Per-head context")):
-    st.subheader(title)
-    views.stage_block(trace, stage, batch=batch, key_prefix="explorer_")
-
-if st.toggle("Show Q, K and V (after W_Q, W_K, W_V, split into heads)", key="explorer_show_qkv"):
-    for stage in ("q", "k", "v"):
-        st.subheader(stage.upper())
-        views.stage_block(trace, stage, batch=batch, key_prefix="explorer_qkv_")
+with main:
+    batch = 0
+    if len(trace.tokens) > 1:
+        batch = views.sentence_radio("Sentence to inspect",
+                                     [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)],
+                                     key="explorer_batch")
+    if trace.lengths[batch] == 0:
+        st.warning("This sentence has no tokens: every position is padding.", icon=":material/warning:")
+    stage, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_")
+    head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
+                   key_prefix="explorer_")
+with tables:
+    views.token_table(trace)
+    views.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")
+    views.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")

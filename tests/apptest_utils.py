@@ -59,3 +59,24 @@ def by_meta(at: AppTest, stage: str) -> list[dict]:
     """The figures whose ``layout.meta.stage`` is ``stage``, in head order."""
     figs = [f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == stage]
     return sorted(figs, key=lambda f: f["layout"]["meta"]["head"])
+
+
+def focus(at: AppTest) -> dict:
+    """The focused head's figure (the one large heatmap with ``layout.meta.head``)."""
+    figs = [f for f in figures(at) if "head" in f["layout"].get("meta", {})]
+    assert len(figs) == 1, [f["layout"].get("meta") for f in figures(at)]
+    return figs[0]
+
+
+def tiles(at: AppTest, of: str | None = None) -> tuple[dict, np.ndarray]:
+    """The all-heads figure (``meta.stage == "heads"``) and its tiles as ``[head, rows, cols]`` (NaN = blank)."""
+    figs = [f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == "heads"
+            and (of is None or f["layout"]["meta"]["of"] == of)]
+    assert figs, [f["layout"].get("meta") for f in figures(at)]
+    fig = figs[0]
+    meta = fig["layout"]["meta"]
+    z = heatmap_z(fig)
+    (m_r, m_c), (g_r, g_c), cols = meta["tile"], meta["gutter"], meta["n_cols"]
+    out = [z[r * (m_r + g_r):r * (m_r + g_r) + m_r, c * (m_c + g_c):c * (m_c + g_c) + m_c]
+           for r, c in (divmod(h, cols) for h in range(meta["n_heads"]))]
+    return fig, np.stack(out)

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from apptest_utils import by_meta, figures, heatmap_z, new_app
+from apptest_utils import figures, focus, heatmap_z, new_app, tiles
 
 
 def run(**query):
@@ -17,20 +17,69 @@ def run(**query):
     return at
 
 
-def test_default_page_shows_every_stage_per_head():
+def test_default_page_shows_one_focused_head_and_every_head_tiled_in_two_charts():
     at = run()
-    for stage in ("scores", "masked_scores", "weights", "context"):
-        figs = by_meta(at, stage)
-        assert [f["layout"]["meta"]["head"] for f in figs] == list(range(8)), stage
+    assert len(figures(at)) == 2  # the browser pays per chart: never one per head
+    meta = focus(at)["layout"]["meta"]
+    assert (meta["stage"], meta["head"]) == ("weights", 0)
+    fig, z = tiles(at, "weights")
+    assert z.shape[0] == 8
+    np.testing.assert_allclose(z[0], heatmap_z(focus(at)), atol=1e-7)  # the tile is the focused head
     assert not at.warning
+
+
+@pytest.mark.parametrize("stage", ["q", "k", "v", "scores", "masked_scores", "weights", "context"])
+def test_every_stage_can_be_focused_from_the_url_and_the_control(stage):
+    at = run(text="the cat sat", stage=stage, head="3")
+    meta = focus(at)["layout"]["meta"]
+    assert (meta["stage"], meta["head"]) == (stage, 3)
+    _, z = tiles(at, stage)
+    np.testing.assert_allclose(z[3], heatmap_z(focus(at)), atol=1e-7)
+    other = "scores" if stage != "scores" else "weights"
+    at.segmented_control(key="explorer_stage").set_value(other).run()
+    assert focus(at)["layout"]["meta"]["stage"] == other
+    assert at.query_params["stage"] == other and at.query_params["head"] == "3"
+
+
+def test_clicking_a_tile_focuses_its_head_and_the_tiles_are_not_rebuilt():
+    at = run(text="the cat sat on the mat")
+    before = tiles(at, "weights")[0]
+    at.session_state["explorer_head"] = 5  # what the tile-click callback sets
+    at.run()
+    assert focus(at)["layout"]["meta"]["head"] == 5 and at.query_params["head"] == "5"
+    assert tiles(at, "weights")[0] == before  # byte-identical figure: Streamlit does not resend it
+
+
+def test_weights_scale_is_zero_to_largest_visible_weight_unless_fixed():
+    at = run(text="a b c d e f g h")
+    heat = focus(at)["data"][0]
+    _, z = tiles(at, "weights")
+    assert heat["zmin"] == 0 and heat["zmax"] == pytest.approx(float(np.nanmax(z)), rel=1e-6) and heat["zmax"] < 1
+    at = run(text="a b c d e f g h", scale="fixed")
+    assert focus(at)["data"][0]["zmax"] == 1.0
+    assert "fixed 0 – 1" in focus(at)["layout"]["title"]["text"]
+
+
+def test_masked_equal_to_raw_is_said_in_one_line():
+    at = run(text="a b c", stage="masked_scores", causal="0")
+    assert any("masked scores = raw scores" in c.value for c in at.caption)
+    at = run(text="a b c", stage="masked_scores", causal="1")
+    assert not any("masked scores = raw scores" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("query", [{"stage": "nope"}, {"head": "99"}, {"head": "x"}, {"scale": "big"},
+                                   {"sentence": "7"}, {"all": "2"}])
+def test_malformed_view_parameters_fall_back_with_a_note(query):
+    at = run(**query)
+    assert any(next(iter(query)) in w.value for w in at.warning)
+    assert focus(at)["layout"]["meta"]["head"] == 0
 
 
 def test_causal_makes_weights_zero_above_diagonal_and_rows_sum_to_one():
     at = run(text="the cat saw the dog", causal="1", n_heads="4")
-    figs = by_meta(at, "weights")
-    assert len(figs) == 4
-    for fig in figs:
-        z = heatmap_z(fig)  # blocked cells are blank (NaN here), never a number
+    _, heads = tiles(at, "weights")
+    assert len(heads) == 4
+    for z in heads:  # blocked cells are blank (NaN here), never a number
         upper = np.triu_indices(5, k=1)
         assert np.isnan(z[upper]).all()
         np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-5)
@@ -39,10 +88,10 @@ def test_causal_makes_weights_zero_above_diagonal_and_rows_sum_to_one():
 
 def test_toggling_causal_in_the_sidebar_changes_the_figures():
     at = run(text="the cat saw the dog")
-    before = heatmap_z(by_meta(at, "weights")[0])
+    before = heatmap_z(focus(at))
     assert np.isfinite(before).all()
     at.sidebar.toggle(key="shared_causal").set_value(True).run()
-    after = heatmap_z(by_meta(at, "weights")[0])
+    after = heatmap_z(focus(at))
     assert np.isnan(after[0, 1:]).all() and after[0, 0] == pytest.approx(1.0)
     assert at.query_params["causal"] == "1"
 
@@ -52,7 +101,7 @@ def test_n_heads_control_sets_the_number_of_heads_and_only_divisors_are_offered(
     box = at.sidebar.selectbox(key="shared_n_heads")
     assert list(box.options) == ["1", "2", "3", "4", "6", "8", "12", "16"]
     box.set_value(3).run()
-    assert len(by_meta(at, "weights")) == 3
+    assert len(tiles(at, "weights")[1]) == 3
     assert at.query_params["n_heads"] == "3"
 
 
@@ -67,7 +116,7 @@ def test_changing_d_model_keeps_n_heads_valid_with_a_note():
 def test_padding_hides_pad_keys_of_the_short_sentence():
     at = run(text="one two three four\nshort", padding="1")
     at.radio(key="explorer_batch").set_value(1).run()
-    z = heatmap_z(by_meta(at, "weights")[0])
+    z = heatmap_z(focus(at))
     assert z.shape == (4, 4)
     assert np.isnan(z[:, 1:]).all() and np.allclose(z[:, 0], 1.0)
 
@@ -78,28 +127,31 @@ def test_padding_hides_pad_keys_of_the_short_sentence():
 ])
 def test_awkward_text_never_raises_or_shows_nan(text):
     at = run(text=text)
-    for fig in by_meta(at, "scores") + by_meta(at, "context"):
-        assert np.isfinite(heatmap_z(fig)).all()  # nothing blank before masking
-    for fig in by_meta(at, "weights"):
-        z = heatmap_z(fig)  # blank (NaN) = blocked; every shown row sums to 1
-        shown = ~np.isnan(z).all(axis=1)
-        np.testing.assert_allclose(np.nansum(z[shown], axis=1), 1.0, atol=1e-5)
+    if not text.strip():
+        assert "Type at least one sentence" in at.info[0].value and not figures(at)
+        return
+    for stage in ("scores", "context"):
+        at.segmented_control(key="explorer_stage").set_value(stage).run()
+        assert not at.exception
+        assert np.isfinite(heatmap_z(focus(at))).all()  # nothing blank before masking
+    at.segmented_control(key="explorer_stage").set_value("weights").run()
+    z = heatmap_z(focus(at))  # blank (NaN) = blocked; every shown row sums to 1
+    shown = ~np.isnan(z).all(axis=1)
+    np.testing.assert_allclose(np.nansum(z[shown], axis=1), 1.0, atol=1e-5)
     for fig in figures(at):  # no bare NaN/Infinity JSON values (base64 array bytes may contain the letters)
         assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", json.dumps(fig))
 
 
 def test_html_tokens_are_escaped_in_tick_labels():
     at = run(text="<b>bold</b>")
-    fig = by_meta(at, "weights")[0]
-    labels = fig["layout"]["yaxis"]["ticktext"]
+    labels = focus(at)["layout"]["yaxis"]["ticktext"]
     assert "0: &lt;" in labels and not any("<b>" in t for t in labels)
 
 
 def test_causal_and_padding_leave_all_padding_query_rows_marked_not_nan():
     at = run(text="a b c\nz", causal="1", padding="1")
     at.radio(key="explorer_batch").set_value(1).run()
-    fig = by_meta(at, "weights")[0]
-    z = heatmap_z(fig)
+    z = heatmap_z(focus(at))
     assert np.allclose(z[:, 0], 1.0) and np.isnan(z[:, 1:]).all()
 
 
@@ -112,7 +164,7 @@ def test_causal_and_padding_leave_all_padding_query_rows_marked_not_nan():
 def test_malformed_url_parameters_fall_back_with_a_visible_note(query, note):
     at = run(**query)
     assert any(note in w.value.replace("\\", "") for w in at.warning)  # notes are Markdown-escaped
-    assert by_meta(at, "weights")
+    assert focus(at)
 
 
 def test_url_parameters_set_the_controls():
@@ -120,19 +172,19 @@ def test_url_parameters_set_the_controls():
     ss = at.session_state
     assert (ss["shared_text"], ss["shared_d_model"], ss["shared_n_heads"], ss["shared_causal"],
             ss["shared_padding"], ss["shared_seed"]) == ("hello world", 32, 2, True, False, 7)
-    assert len(by_meta(at, "weights")) == 2
+    assert len(tiles(at, "weights")[1]) == 2
 
 
 def test_seed_changes_the_numbers():
-    a = heatmap_z(by_meta(run(text="a b c", seed="1"), "scores")[0])
-    b = heatmap_z(by_meta(run(text="a b c", seed="2"), "scores")[0])
+    a = heatmap_z(focus(run(text="a b c", seed="1", stage="scores")))
+    b = heatmap_z(focus(run(text="a b c", seed="2", stage="scores")))
     assert not np.allclose(a, b)
 
 
 def test_every_stage_offers_csv_and_the_page_offers_json_and_html():
     at = run(text="the cat saw the cat")
     labels = [b.proto.label for b in at.get("download_button")]
-    assert sum("CSV" in label for label in labels) == 4
+    assert sum("CSV" in label for label in labels) == 1  # the shown stage, every head
     assert any("JSON" in label for label in labels) and any("HTML" in label for label in labels)
 
 

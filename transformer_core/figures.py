@@ -29,14 +29,23 @@ STAGE_TITLES = {
     "scores": "Raw scores QKᵀ/√d_k", "masked_scores": "Masked scores",
     "weights": "Attention weights softmax(·)", "context": "Per-head context weights·V",
 }
+STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": "score", "masked_scores": "score", "weights": "weight",
+               "context": "context"}
 EMPTY_ROW_MARK = "⊘"
-MAX_TICKS = 24  # 128 labelled ticks per axis made a 128² figure take ~5 s to draw in Chromium
-TOKEN_HOVER_MAX_CELLS = 64 * 64  # above this, hovers name positions, not tokens (payload)
+MAX_TICKS = 40  # every token labelled up to 40 per axis; beyond, every k-th (the hover names them all)
+TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)
+GAP_MAX_CELLS = 32  # 1-px gaps only while a cell is wide enough to keep its colour (plotly.py #746)
+FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
 
 
 def label(token: str, pos: int) -> str:
     """Tick label for one position, HTML-escaped: ``"3: &lt;b&gt;"``."""
     return f"{pos}: {html.escape(token)}"
+
+
+def short_label(token: str, pos: int, limit: int = TICK_CHARS) -> str:
+    """:func:`label` with the token cut to ``limit`` characters plus "…" (for ticks; the hover keeps it whole)."""
+    return label(token if len(token) <= limit else token[:limit - 1] + "…", pos)
 
 
 def blank_blocked(matrix: np.ndarray, visible: np.ndarray | None = None) -> np.ndarray:
@@ -53,95 +62,134 @@ def blank_blocked(matrix: np.ndarray, visible: np.ndarray | None = None) -> np.n
 
 
 def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0,
-                heads: list[int] | None = None) -> tuple[float, float]:
-    """Colour range shared by the shown heads of one stage (all heads by default; visible, finite cells only)."""
+                heads: list[int] | None = None, fixed: bool = False) -> tuple[float, float]:
+    """Colour range shared by the shown heads of one stage (all heads by default; visible, finite cells only).
+
+    Weights: ``(0, largest visible weight)``, so a nearly uniform head (≈ 1/n everywhere) still
+    shows its structure; ``fixed=True`` gives ``(0, 1)`` for comparing figures and slides.
+    Signed stages: symmetric ``(−b, b)`` around 0. See :func:`range_note` for the colour-bar text.
+    """
     data = trace.stage(stage, layer)[batch]  # [head, rows, cols]
     if heads is not None:
         data = data[heads]
     if stage in PATTERN_STAGES:
         data = data[:, trace.visible(batch)]
+    return value_range(data, stage, fixed)
+
+
+def value_range(values: np.ndarray, stage: str, fixed: bool = False) -> tuple[float, float]:
+    """:func:`stage_range` for any array of one stage's values (NaN and ±inf ignored)."""
+    data = np.asarray(values, dtype=np.float64)
     data = data[np.isfinite(data)]
-    if data.size == 0 or stage in ("weights", "dropped_weights") and data.max() <= 1.0:
-        return (0.0, 1.0)  # probabilities: one fixed scale, comparable across figures and slides
+    if stage in ("weights", "dropped_weights"):
+        top = float(data.max()) if data.size else 1.0
+        if fixed:
+            return (0.0, max(1.0, top))  # dropout can scale weights above 1
+        return (0.0, top if top > 0 else 1.0)
+    if data.size == 0:
+        return (-1.0, 1.0) if stage in SIGNED_STAGES else (0.0, 1.0)
     if stage in SIGNED_STAGES:
         bound = float(np.abs(data).max()) or 1.0
         return (-bound, bound)
     return (0.0, float(data.max()) or 1.0)
 
 
-def tick_positions(n: int) -> list[int]:
-    """Positions to label on an axis of ``n``: all of them up to MAX_TICKS, else every k-th."""
-    step = -(-n // MAX_TICKS)  # ceil
+def range_note(stage: str, zrange: tuple[float, float], fixed: bool = False) -> str:
+    """What the colour range is, for a figure's caption: ``"colours 0 – 0.214 (largest weight shown)"``."""
+    low, high = zrange
+    if stage in ("weights", "dropped_weights"):
+        return ("colours fixed 0 – 1" if fixed and high == 1.0
+                else f"colours 0 – {high:.3g} (largest weight shown; switch to a fixed 0–1 scale to compare)")
+    return f"colours {low:.3g} – {high:.3g}, symmetric around 0" if low == -high else f"colours {low:.3g} – {high:.3g}"
+
+
+def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
+    """Positions to label on an axis of ``n``: all of them up to ``max_ticks``, else every k-th."""
+    step = -(-n // max_ticks)  # ceil
     return list(range(0, n, step))
+
+
+def _tick_font(n: int) -> int:
+    """Tick font size (px) for ``n`` labels on a ~500-px axis: readable, never overlapping."""
+    return 12 if n <= 16 else 11 if n <= 28 else 10
 
 
 def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
             visible: np.ndarray | None = None, empty_rows: np.ndarray | None = None,
             zrange: tuple[float, float] | None = None, colorscale: str = SEQUENTIAL,
             title: str = "", meta: dict | None = None, row_title: str = "query", col_title: str = "key",
-            height: int | None = None, show_scale: bool = True,
+            height: int | None = None, show_scale: bool = True, scale_title: str = "",
+            row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
             empty_note: str = "no visible key: weights 0") -> go.Figure:
     """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
 
     ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
-    marks rows with no visible key. Labels must already be escaped (see :func:`label`).
+    marks rows with no visible key. Labels must already be escaped and unique (see :func:`label`):
+    they are the axis categories, so the hover names both tokens from ``O(n)`` strings.
+    ``row_ticks``/``col_ticks`` are the (shorter) tick texts, default the labels themselves.
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     n_rows, n_cols = matrix.shape
     empty_rows = np.zeros(n_rows, bool) if empty_rows is None else np.asarray(empty_rows, bool)
-    ticks_y = [f"{EMPTY_ROW_MARK} {t}" if e else t for t, e in zip(row_labels, empty_rows)]
+    row_ticks, col_ticks = row_ticks or row_labels, col_ticks or col_labels
+    ticks_y = [f"{EMPTY_ROW_MARK} {t}" if e else t for t, e in zip(row_ticks, empty_rows)]
     blocked = np.zeros_like(matrix, bool) if visible is None else ~np.asarray(visible, bool)
     zmin, zmax = zrange if zrange else (None, None)
+    xgap = 1 if n_cols <= GAP_MAX_CELLS else 0
+    ygap = 1 if n_rows <= GAP_MAX_CELLS else 0
+    xs, ys = list(col_labels), list(row_labels)
     heat = dict(
-        type="heatmap", name="values", z=blank_blocked(matrix, visible), x=np.arange(n_cols), y=np.arange(n_rows),
-        zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=1, ygap=1, showscale=show_scale,
-        colorbar=dict(orientation="h", thickness=8, len=1.0, y=-0.02, yanchor="top", tickfont=dict(size=10)),
+        type="heatmap", name="values", z=blank_blocked(matrix, visible), x=xs, y=ys,
+        zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=xgap, ygap=ygap, showscale=show_scale,
+        colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10), title=dict(text=scale_title, font=dict(size=11))),
+        hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
     )
-    if n_rows * n_cols <= TOKEN_HOVER_MAX_CELLS:
-        # token text per cell: [query label, key label]
-        heat["customdata"] = np.dstack(np.broadcast_arrays(np.asarray(row_labels, object)[:, None],
-                                                           np.asarray(col_labels, object)[None, :]))
-        where = f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}"
-    else:  # large matrices: positions only (the tick labels carry the tokens), to keep the payload small
-        where = f"{row_title} position %{{y}}<br>{col_title} position %{{x}}"
-    heat["hovertemplate"] = where + "<br>value %{z:.4f}<extra></extra>"
     traces = [heat]
-    # Blank cells have no hover of their own: a one-colour heatmap over them says why. (One image
-    # per trace: invisible scatter markers per cell cost ~10 s per 128² figure in Chromium.)
+    # Blank cells have no hover of their own: a one-colour heatmap over them says why (uint8: 1 byte a cell).
     blank = ~np.isfinite(heat["z"])
     for cells, text, colour in ((blocked & ~empty_rows[:, None], "masked", "#d9d9d9"),
                                 (blank & empty_rows[:, None], empty_note, "#b8b8b8")):
         if cells.any():
             traces.append(dict(
                 type="heatmap", z=np.where(cells, np.float32(1), np.float32(np.nan)),
-                x=np.arange(n_cols), y=np.arange(n_rows), colorscale=[[0, colour], [1, colour]],
-                showscale=False, hoverongaps=False, xgap=1, ygap=1, name=text,
-                hovertemplate=f"{row_title} position %{{y}}<br>{col_title} position %{{x}}<br>{text}<extra></extra>"))
+                x=xs, y=ys, colorscale=[[0, colour], [1, colour]], zmin=0, zmax=1,
+                showscale=False, hoverongaps=False, xgap=xgap, ygap=ygap, name=text,
+                hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{text}<extra></extra>"))
     # ticklabeloverflow="allow" skips Plotly's per-label overflow check (most of the draw time at
-    # 128 tokens in a browser profile). Chromium still lays out every tick label: beyond
-    # MAX_TICKS, label every k-th position (the hover names them all).
+    # 128 tokens in a browser profile). Beyond MAX_TICKS, label every k-th position.
     xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
-    size = height or max(260, min(720, 110 + 24 * n_rows))
+    longest = max((len(html.unescape(col_ticks[i])) for i in xticks), default=1)
+    # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
+    angle = 0 if longest * 7 <= FOCUS_WIDTH_PX / max(1, len(xticks)) else -90
+    size = height or (410 if n_rows <= 24 else 520)
     layout = dict(
-        title=dict(text=title, font=dict(size=14)), meta=meta or {}, height=size,
-        margin=dict(l=10, r=10, t=40 if title else 10, b=40 if show_scale else 10), plot_bgcolor="#ffffff",
-        xaxis=dict(tickmode="array", tickvals=xticks, ticktext=[col_labels[i] for i in xticks], side="top",
-                   title=dict(text=col_title), tickangle=-45, showgrid=False, zeroline=False,
-                   ticklabeloverflow="allow"),
-        yaxis=dict(tickmode="array", tickvals=yticks, ticktext=[ticks_y[i] for i in yticks], autorange="reversed",
-                   title=dict(text=row_title), showgrid=False, zeroline=False, ticklabeloverflow="allow"),
+        # automargin: the title pushes the plot down instead of sitting on the top tick labels
+        # a caption under the plot, as in a textbook figure (automargin: room is made for it)
+        title=dict(text=title, font=dict(size=13), x=0, xanchor="left", yref="paper", y=0, yanchor="top",
+                   automargin=True, pad=dict(t=6)),
+        meta=meta or {}, height=size, margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="#ffffff",
+        xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
+                   ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=4),
+                   tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
+                   tickfont=dict(size=_tick_font(len(xticks)))),
+        yaxis=dict(type="category", tickmode="array", tickvals=[ys[i] for i in yticks],
+                   ticktext=[ticks_y[i] for i in yticks], autorange="reversed", title=dict(text=row_title, standoff=4),
+                   showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
+                   tickfont=dict(size=_tick_font(len(yticks)))),
     )
-    fig = go.Figure(data=traces, layout=layout)
-    return fig
+    return go.Figure(data=traces, layout=layout)
 
 
 def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, layer: int = 0,
                  zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
-                 show_scale: bool = True) -> go.Figure:
+                 show_scale: bool = True, fixed: bool = False, title: str | None = None,
+                 height: int | None = None) -> go.Figure:
     """The heatmap of one stage, one head, one sentence.
 
     ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
     ``[pos, d_head]``. ``hide_keys`` (bool ``[key_pos]``) blanks chosen key columns (e.g. special tokens).
+    ``zrange`` defaults to :func:`stage_range` over every head (``fixed`` as there); the colour
+    bar's title says what the range is.
 
     Raises:
         KeyError: unknown stage.
@@ -149,21 +197,24 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     data = trace.stage(stage, layer)[batch, head]
     tokens = trace.tokens[batch]
     rows = [label(t, i) for i, t in enumerate(tokens)]
+    ticks = [short_label(t, i) for i, t in enumerate(tokens)]
     meta = {"stage": stage, "head": head, "layer": layer, "batch": batch}
     if zrange is None:
-        zrange = stage_range(trace, stage, batch, layer)
+        zrange = stage_range(trace, stage, batch, layer, fixed=fixed)
     colorscale = DIVERGING if stage in SIGNED_STAGES else SEQUENTIAL
+    caption = f"head {head}" if title is None else title
+    common = dict(zrange=zrange, colorscale=colorscale, meta=meta, show_scale=show_scale, height=height,
+                  title=f"{caption}<br><span style='font-size:11px'>{range_note(stage, zrange, fixed)}</span>",
+                  scale_title=STAGE_SHORT.get(stage, stage), row_ticks=ticks)
     if stage in PATTERN_STAGES:
         visible = trace.visible(batch).copy()
         if hide_keys is not None:
             visible &= ~np.asarray(hide_keys, bool)[None, :]
         # raw scores are shown whole: masking has not happened yet at that stage
         return heatmap(data, rows, rows, visible=None if stage == "scores" else visible,
-                       empty_rows=None if stage == "scores" else trace.empty_rows(batch),
-                       zrange=zrange, colorscale=colorscale, meta=meta, title=f"head {head}", show_scale=show_scale)
+                       empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks, **common)
     cols = [f"d{j}" for j in range(data.shape[-1])]
-    return heatmap(data, rows, cols, zrange=zrange, colorscale=colorscale, meta=meta,
-                   title=f"head {head}", row_title="position", col_title="dimension", show_scale=show_scale)
+    return heatmap(data, rows, cols, row_title="position", col_title="dimension", **common)
 
 
 def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tuple[str, ...], ext: str = "") -> str:

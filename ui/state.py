@@ -7,7 +7,7 @@ defaults with a visible note (:func:`parse_query_params` is pure and unit-tested
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
@@ -191,12 +191,39 @@ def sidebar() -> Settings:
     for note in ss.pop("_url_notes", []) + ([ss.pop("_heads_note")] if "_heads_note" in ss else []):
         st.warning(note, icon=":material/warning:")
     values = {k: ss[f"shared_{k}"] for k in DEFAULTS}
-    st.query_params.from_dict(to_query_params(values))
+    # key by key: a page's own view parameters (stage, head, …) stay in the URL beside these
+    for key, value in to_query_params(values).items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
     sentences, notes = split_sentences(values["text"])
     for note in notes:
         st.info(note, icon=":material/content_cut:")
     return Settings(sentences, values["tokenizer"], values["d_model"], values["n_heads"],
                     values["causal"], values["padding"], int(values["seed"]))
+
+
+def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable = str) -> None:
+    """Seed the widget state ``st.session_state[key]`` from ``?url=…`` and keep the URL in step.
+
+    Call just before creating the widget with ``key``. The URL is read only while the widget has
+    no state yet (a fresh session or a page's first run), and only a value whose text is one of
+    ``options`` is taken; anything else falls back to ``default`` with a visible note. The value
+    left in session state is then written back, so a copied URL reopens the same view.
+    """
+    ss = st.session_state
+    texts = {to_text(o): o for o in options}
+    if key not in ss and (raw := st.query_params.get(url)) is not None:
+        if str(raw) in texts:
+            ss[key] = texts[str(raw)]
+        else:
+            st.warning(f"URL parameter {plain(f'{url}={str(raw)[:40]}')} ignored (choose one of "
+                       f"{plain(', '.join(list(texts)[:12]))}); using {plain(to_text(default))}.",
+                       icon=":material/warning:")
+    if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
+        ss[key] = default
+    value = ss.setdefault(key, default)
+    if st.query_params.get(url) != to_text(value):
+        st.query_params[url] = to_text(value)
 
 
 def current() -> Settings:

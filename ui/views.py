@@ -9,6 +9,7 @@ from transformer_core import figures, serialize
 from transformer_core.trace import Trace
 
 from .markdown import plain
+from .state import bind_url
 
 FORMULAS = {
     "q": r"Q = X W_Q \;\text{(split into heads)}",
@@ -50,25 +51,8 @@ def token_table(trace: Trace) -> None:
         st.info(f"Sentence(s) {cut} were cut to {trace.settings.get('max_tokens')} tokens.", icon=":material/content_cut:")
 
 
-def stage_block(trace: Trace, stage: str, *, batch: int, layer: int = 0, heads: list[int] | None = None,
-                per_row: int = 4, hide_keys: np.ndarray | None = None, key_prefix: str = "") -> None:
-    """Formula, shape and one heatmap per head for one stage (colour range shared by the heads)."""
-    data = trace.stage(stage, layer)
-    left, right = st.columns([3, 2])
-    left.latex(FORMULAS.get(stage, stage))
-    right.markdown(f"**{figures.STAGE_TITLES.get(stage, stage)}**  \n`{shape_text(stage, data.shape)}`  \n"
-                   f"{STAGE_HELP.get(stage, '')}")
-    heads = list(range(data.shape[1])) if heads is None else heads
-    zrange = figures.stage_range(trace, stage, batch, layer, heads)
-    fmt = st.session_state.get("shared_image_format", "png")
-    for start in range(0, len(heads), per_row):
-        cols = st.columns(per_row)
-        for col, head in zip(cols, heads[start:start + per_row]):
-            fig = figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange,
-                                       hide_keys=hide_keys)
-            name = figures.figure_filename(stage, head, layer, trace.tokens[batch])
-            col.plotly_chart(fig, config=figures.chart_config(name, fmt), key=f"{key_prefix}{stage}_{layer}_{head}")
-    # data generated only when clicked (a callable), so a rerun costs nothing
+def stage_csv(trace: Trace, stage: str, *, batch: int, layer: int = 0, key_prefix: str = "") -> None:
+    """A download button for one stage's numbers, every head, as CSV (built only when clicked)."""
     st.download_button(
         f"⬇ {figures.STAGE_TITLES.get(stage, stage)} as CSV (all heads)", key=f"{key_prefix}{stage}_{layer}_csv",
         data=lambda: serialize.matrix_to_csv(trace, stage, batch, head=None, layer=layer),
@@ -94,14 +78,17 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
                        file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
 
 
-def reopened_trace(key: str, stages: tuple[str, ...]) -> Trace | None:
+def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> Trace | None:
     """A trace JSON the learner downloaded earlier and uploads again.
 
     None if there is none, or if it cannot be shown (a note says why): it must hold ``stages``
     of layer 0 with shapes that match its tokens.
     """
-    with st.expander("Reopen a downloaded JSON trace"):
-        upload = st.file_uploader("Trace JSON saved from this app", type="json", key=key)
+    if expander:
+        with st.expander("Reopen a downloaded JSON trace"):
+            upload = st.file_uploader("Trace JSON saved from this app", type="json", key=key)
+    else:
+        upload = st.file_uploader("Reopen a trace JSON saved from this app", type="json", key=key)
     if upload is None:
         return None
     try:
@@ -125,6 +112,7 @@ def reopened_trace(key: str, stages: tuple[str, ...]) -> Trace | None:
 
 
 def sentence_radio(label: str, sentences: list[str], key: str) -> int:
-    """Pick one sentence of the batch; labels are the sentence's first 40 characters, as plain text."""
+    """Pick one sentence of the batch (``?sentence=`` in the URL); labels are its first 40 characters, as plain text."""
+    bind_url(key, "sentence", range(len(sentences)), 0)
     return st.radio(label, range(len(sentences)), horizontal=True, key=key,
                     format_func=lambda b: plain(f"{b}: {sentences[b][:40]}"))

@@ -1,0 +1,90 @@
+"""The head view shared by the explorer and the MiniLM page: one stage, one head in focus, every head at a glance.
+
+Two Plotly charts, whatever the number of heads (the browser pays per chart, not per cell):
+the focused head large (:func:`transformer_core.figures.stage_figure`) and all heads of the
+stage tiled in one figure (:func:`transformer_core.heads_figure.heads_figure`; click a tile to
+focus it). Stage, head, colour scale and "all heads large" live in the URL (``stage``,
+``head``, ``scale``, ``all``), so a copied link reopens the same view.
+"""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer_core import figures
+from transformer_core.heads_figure import heads_figure, picked_head
+from transformer_core.trace import Trace
+
+from .state import bind_url
+from .views import FORMULAS, STAGE_HELP, shape_text
+
+STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
+STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": "QKᵀ/√d_k", "masked_scores": "masked",
+                "weights": "softmax weights", "context": "context"}
+
+
+def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES) -> tuple[str, int, bool, bool]:
+    """``(stage, head, fixed_scale, all_large)`` from a compact row of controls bound to the URL."""
+    stage_key, head_key = f"{key_prefix}stage", f"{key_prefix}head"
+    bind_url(stage_key, "stage", stages, "weights")
+    bind_url(head_key, "head", range(n_heads), 0)
+    bind_url(f"{key_prefix}fixed", "scale", (False, True), False, to_text=lambda v: "fixed" if v else "auto")
+    bind_url(f"{key_prefix}all", "all", (False, True), False, to_text=lambda v: "1" if v else "0")
+    left, middle, right = st.columns([5, 1.3, 1.6], vertical_alignment="bottom")
+    stage = left.segmented_control("Stage", stages, key=stage_key, required=True,
+                                   format_func=STAGE_LABELS.get, help="The step of attention to look at.")
+    head = middle.selectbox("Head", range(n_heads), key=head_key, format_func=lambda h: f"head {h}",
+                            help="The head drawn large. Or click a tile in the all-heads figure.")
+    with right:
+        fixed = st.toggle("Fixed 0–1 scale", key=f"{key_prefix}fixed",
+                          help="Weights: colours from 0 to 1 (compare figures and slides) instead of 0 to the largest "
+                               "weight shown (see the structure of a nearly uniform head).")
+        all_large = st.toggle("All heads large", key=f"{key_prefix}all")
+    return stage, head, fixed, all_large
+
+
+def _focus_head(key: str, head_key: str) -> None:
+    """A click on a tile centre of the all-heads figure (a selection of its transparent marker)."""
+    event = st.session_state.get(key) or {}
+    head = picked_head((event.get("selection") or {}).get("points"))
+    if head is not None:
+        st.session_state[head_key] = head
+        st.query_params["head"] = str(head)
+
+
+def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool, all_large: bool,
+         key_prefix: str, hide_keys: np.ndarray | None = None, title_prefix: str = "") -> None:
+    """The focused head beside its formula, shape and the all-heads tiles (two charts)."""
+    data = trace.stage(stage, layer)
+    zrange = figures.stage_range(trace, stage, batch, layer, fixed=fixed)
+    if hide_keys is not None and stage in ("masked_scores", "weights"):
+        kept = trace.visible(batch) & ~np.asarray(hide_keys, bool)[None, :]
+        zrange = figures.value_range(data[batch][:, kept], stage, fixed)
+    name = figures.STAGE_TITLES.get(stage, stage)
+    fmt = st.session_state.get("shared_image_format", "png")
+    focus_col, side = st.columns([1.7, 1], gap="medium")
+    with side:
+        st.caption(f"All {data.shape[1]} heads, same colours. **Click a tile's centre** to focus that head.")
+        tiles = heads_figure(trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys,
+                             n_cols=4 if data.shape[1] > 2 else data.shape[1], tile_px=66)
+        tiles_key = f"{key_prefix}tiles_{stage}_{layer}"
+        st.plotly_chart(tiles, key=tiles_key, on_select=lambda: _focus_head(tiles_key, f"{key_prefix}head"),
+                        selection_mode="points",
+                        config=figures.chart_config(figures.figure_filename(stage, None, layer, trace.tokens[batch]),
+                                                    fmt))
+        st.latex(FORMULAS.get(stage, stage))
+        st.markdown(f"`{shape_text(stage, data.shape)}`  \n{STAGE_HELP.get(stage, '')}")
+        if stage == "masked_scores" and trace.visible(batch).all() and hide_keys is None:
+            st.caption("No cell of this sentence is masked (causal mask off, no [PAD]): masked scores = raw scores.")
+    with focus_col:
+        fig = figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange,
+                                   hide_keys=hide_keys, fixed=fixed, title=f"{title_prefix}head {head} · {name}")
+        st.plotly_chart(fig, key=f"{key_prefix}focus",
+                        config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
+                                                    fmt))
+    if all_large:
+        st.markdown(f"##### All heads of {name}, large")
+        big = heads_figure(trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys,
+                           n_cols=2, tile_px=380)
+        st.plotly_chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(
+            figures.figure_filename(stage, None, layer, trace.tokens[batch]), fmt))
