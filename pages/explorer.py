@@ -36,7 +36,7 @@ with main:
                                      key="explorer_batch")
     if trace.lengths[batch] == 0:
         st.warning("This sentence has no tokens: every position is padding.", icon=":material/warning:")
-    stage, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_")
+    stage, _, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_")
     head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
                    key_prefix="explorer_")
 with tables:

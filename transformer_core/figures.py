@@ -73,8 +73,21 @@ def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0,
     if heads is not None:
         data = data[heads]
     if stage in PATTERN_STAGES:
-        data = data[:, trace.visible(batch)]
+        data = data[:, informative_cells(trace.visible(batch), stage)]
     return value_range(data, stage, fixed)
+
+
+def informative_cells(visible: np.ndarray, stage: str) -> np.ndarray:
+    """bool ``[query_pos, key_pos]``: the visible cells that set a colour range.
+
+    For weights, a row with one visible key (row 0 under the causal mask) is 1 by construction;
+    it would pin every range to 1, so such rows are left out unless nothing else is visible.
+    """
+    visible = np.asarray(visible, bool)
+    if stage not in ("weights", "dropped_weights"):
+        return visible
+    free = visible & (visible.sum(axis=-1) > 1)[:, None]
+    return free if free.any() else visible
 
 
 def value_range(values: np.ndarray, stage: str, fixed: bool = False) -> tuple[float, float]:
@@ -99,7 +112,7 @@ def range_note(stage: str, zrange: tuple[float, float], fixed: bool = False) -> 
     low, high = zrange
     if stage in ("weights", "dropped_weights"):
         return ("colours fixed 0 – 1" if fixed and high == 1.0
-                else f"colours 0 – {high:.3g} (largest weight shown; switch to a fixed 0–1 scale to compare)")
+                else f"colours 0 – {high:.3g} (largest weight in rows with a choice; fixed 0–1 scale to compare)")
     return f"colours {low:.3g} – {high:.3g}, symmetric around 0" if low == -high else f"colours {low:.3g} – {high:.3g}"
 
 

@@ -23,14 +23,25 @@ STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": "QKᵀ/√d_k", "masked_
                 "weights": "softmax weights", "context": "context"}
 
 
-def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES) -> tuple[str, int, bool, bool]:
-    """``(stage, head, fixed_scale, all_large)`` from a compact row of controls bound to the URL."""
+def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES,
+             n_layers: int = 1) -> tuple[str, int, int, bool, bool]:
+    """``(stage, layer, head, fixed_scale, all_large)`` from a compact row of controls bound to the URL.
+
+    A layer picker (``?layer=``) is shown only when ``n_layers > 1``.
+    """
     stage_key, head_key = f"{key_prefix}stage", f"{key_prefix}head"
     bind_url(stage_key, "stage", stages, "weights")
     bind_url(head_key, "head", range(n_heads), 0)
     bind_url(f"{key_prefix}fixed", "scale", (False, True), False, to_text=lambda v: "fixed" if v else "auto")
     bind_url(f"{key_prefix}all", "all", (False, True), False, to_text=lambda v: "1" if v else "0")
-    left, middle, right = st.columns([5, 1.3, 1.6], vertical_alignment="bottom")
+    layer_key = f"{key_prefix}layer"
+    if n_layers > 1:
+        bind_url(layer_key, "layer", range(n_layers), 0)
+        left, lay, middle, right = st.columns([4.2, 1.2, 1.2, 1.9], vertical_alignment="bottom")
+        layer = lay.selectbox("Layer", range(n_layers), key=layer_key, format_func=lambda i: f"layer {i}")
+    else:
+        left, middle, right = st.columns([5, 1.3, 1.6], vertical_alignment="bottom")
+        layer = 0
     stage = left.segmented_control("Stage", stages, key=stage_key, required=True,
                                    format_func=STAGE_LABELS.get, help="The step of attention to look at.")
     head = middle.selectbox("Head", range(n_heads), key=head_key, format_func=lambda h: f"head {h}",
@@ -40,7 +51,7 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES) ->
                           help="Weights: colours from 0 to 1 (compare figures and slides) instead of 0 to the largest "
                                "weight shown (see the structure of a nearly uniform head).")
         all_large = st.toggle("All heads large", key=f"{key_prefix}all")
-    return stage, head, fixed, all_large
+    return stage, layer, head, fixed, all_large
 
 
 def _focus_head(key: str, head_key: str) -> None:
@@ -59,7 +70,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     zrange = figures.stage_range(trace, stage, batch, layer, fixed=fixed)
     if hide_keys is not None and stage in ("masked_scores", "weights"):
         kept = trace.visible(batch) & ~np.asarray(hide_keys, bool)[None, :]
-        zrange = figures.value_range(data[batch][:, kept], stage, fixed)
+        zrange = figures.value_range(data[batch][:, figures.informative_cells(kept, stage)], stage, fixed)
     name = figures.STAGE_TITLES.get(stage, stage)
     fmt = st.session_state.get("shared_image_format", "png")
     focus_col, side = st.columns([1.7, 1], gap="medium")
