@@ -1,8 +1,11 @@
 """Multi-head pipeline: one sentence followed step by step through multi-head attention and the
 feed-forward network of the toy encoder's first layer, then two settings side by side."""
+import numpy as np
 import pandas as pd
 import streamlit as st
 
+from transformer_core import figures
+from transformer_core.heads_figure import tiled_heads
 from ui import lessons as L
 from ui import state, views
 
@@ -14,8 +17,6 @@ if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
 batch = 0
-if st.session_state.get("pipeline_batch", 0) >= len(settings.sentences):
-    st.session_state.pop("pipeline_batch")
 if len(settings.sentences) > 1:
     batch = views.sentence_radio("Sentence to follow", list(settings.sentences), key="pipeline_batch")
 h, d_model = settings.n_heads, settings.d_model
@@ -38,106 +39,115 @@ with st.expander("Parameters for every head count (the same: heads only split d_
 
 
 def heads_row(stage: str, title: str) -> None:
-    """One small heatmap per head for a ``[1, head, rows, cols]`` step (one colour range for all heads)."""
+    """Every head of a ``[1, head, rows, cols]`` step tiled in ONE figure, one colour range for all heads."""
     data4 = s[stage][0]
-    bound = float(abs(data4).max()) or 1.0
-    for start in range(0, h, per_row):
-        for col, head in zip(st.columns(per_row), range(start, min(h, start + per_row))):
-            fig = (L.pattern_figure(data4[head], rows, rows, f"{title} · head {head}", visible=s["mask"],
-                                    zrange=(0.0, bound), show_scale=False, step=stage, head=head)
-                   if stage == "weights" else
-                   L.feature_figure(data4[head], rows, f"{title} · head {head}", zrange=(-bound, bound),
-                                    show_scale=False, step=stage, head=head))
-            L.chart(L.small_multiple(fig, head == start), f"pipeline_{stage}_{head}", col, f"{stage}_H{head}")
-    st.caption(f"One colour range for all heads: {'0' if stage == 'weights' else f'−{bound:.2f}'} … {bound:.2f}.")
+    zrange = figures.value_range(data4[:, s["mask"]] if stage == "weights" else data4, stage)
+    fig = tiled_heads(data4, tokens, stage, visible=s["mask"] if stage == "weights" else None, zrange=zrange,
+                      n_cols=min(h, 4), tile_px=150, meta={"step": stage})
+    L.chart(fig, f"pipeline_{stage}_heads", st, f"{stage}_heads")
+    st.caption(f"{title}: all {h} heads, one colour range: {zrange[0]:.3g} … {zrange[1]:.3g}.")
 
 
 BSD = ("batch", "pos", "d_model")
-L.step(PAGE, 1, "Input x", "step-x", L.shape_text(s["x"], BSD))
-L.chart(L.feature_figure(s["x"][0], rows, "x", step="x"), "pipeline_x", st.columns(2)[0], "x")
-
-L.step(PAGE, 2, "Three projections: x W_Q, x W_K, x W_V", "step-proj", L.shape_text(s["xW_Q"], BSD) + " each")
-for col, name in zip(st.columns(3), ("xW_Q", "xW_K", "xW_V")):
-    L.chart(L.feature_figure(s[name][0], rows, name.replace("xW_", "x W_"), n_heads=h, step=name),
-            f"pipeline_{name}", col, name)
-
-L.step(PAGE, 3, f"Split into {h} heads: view, then transpose", "step-split",
-       f"[batch=1, pos={len(tokens)}, d_model={d_model}] → view [batch=1, pos={len(tokens)}, head={h}, d_k={d_k}] "
-       f"→ transpose(1, 2) → {L.shape_text(s['q'], ('batch', 'head', 'pos', 'd_k'))}")
-heads_row("q", "Q")
-if st.toggle("Show K and V split too", key="pipeline_show_kv"):
-    heads_row("k", "K")
-    heads_row("v", "V")
-
-L.step(PAGE, 4, "Attention in every head at once", "step-attention",
-       L.shape_text(s["weights"], ("batch", "head", "query_pos", "key_pos")) + " weights, "
-       + L.shape_text(s["context"], ("batch", "head", "pos", "d_k")) + " context")
-heads_row("weights", "weights")
-heads_row("context", "context")
-
-L.step(PAGE, 5, "Concatenate the heads", "step-concat", L.shape_text(s["concat"], BSD))
-L.chart(L.feature_figure(s["concat"][0], rows, "concat", n_heads=h, step="concat"), "pipeline_concat",
-        st.columns(2)[0], "concat")
-
-L.step(PAGE, 6, "Output projection W_O", "step-wo", L.shape_text(s["projected"], BSD))
-L.chart(L.feature_figure(s["projected"][0], rows, "concat W_O", step="projected"), "pipeline_projected",
-        st.columns(2)[0], "projected")
-
-L.step(PAGE, 7, "Dropout, then the residual x + …", "step-dropout", L.shape_text(s["attn_residual"], BSD))
-st.markdown(f"max |dropout(W_O …) − W_O …| = `{data['dropout_diff']:.3g}` (the page runs the model in eval mode)")
-L.chart(L.feature_figure(s["attn_residual"][0], rows, "x + dropout(concat W_O)", step="attn_residual"),
-        "pipeline_attn_residual", st.columns(2)[0], "attn_residual")
-
-L.step(PAGE, 8, "LayerNorm: the attention block's output", "step-norm1", L.shape_text(s["attn_output"], BSD))
-L.chart(L.feature_figure(s["attn_output"][0], rows, "LayerNorm(x + …)", step="attn_output"),
-        "pipeline_attn_output", st.columns(2)[0], "attn_output")
-
-L.step(PAGE, 9, "Feed-forward: W_1 and ReLU", "step-ffn1", L.shape_text(s["ff_hidden"], ("batch", "pos", "d_ff")))
-st.markdown(f"ReLU set **{data['relu_zero']:.0%}** of the hidden numbers to 0.")
-L.chart(L.feature_figure(s["ff_hidden"][0], rows, "ReLU(x W_1 + b_1)", step="ff_hidden"), "pipeline_ff_hidden",
-        st.container(), "ff_hidden")
-
-L.step(PAGE, 10, "Feed-forward: W_2 — Linear or Conv1d(kernel_size=1)", "step-ffn2",
-       L.shape_text(s["ff_linear"], BSD))
-cols = st.columns(2)
-L.chart(L.feature_figure(s["ff_linear"][0], rows, "Linear W_2 (ours)", step="ff_linear"), "pipeline_ff_linear",
-        cols[0], "ff_linear")
-L.chart(L.feature_figure(s["ff_conv1d"][0], rows, "Conv1d pair, same weights (seed 001)", step="ff_conv1d"),
-        "pipeline_ff_conv1d", cols[1], "ff_conv1d")
-st.markdown(f"max |Linear − Conv1d| = `{data['conv_diff']:.3g}` over all {s['ff_linear'].size:,} numbers.")
-
-L.step(PAGE, 11, "Residual + LayerNorm: the layer's output", "step-norm2", L.shape_text(s["ff_output"], BSD))
-L.chart(L.feature_figure(s["ff_output"][0], rows, "LayerNorm(y + FFN(y))", step="ff_output"), "pipeline_ff_output",
-        st.columns(2)[0], "ff_output")
+# One tab at a time (lazy: only the open tab runs and is drawn), its name in the URL as ?step=…
+tabs = st.tabs(["Projections", "Split heads", "Attention", "Concat and W_O", "Feed-forward", "A vs B"],
+               key="step", bind="query-params")
+with tabs[0]:
+    if tabs[0].open:
+        L.step(PAGE, 1, "Input x", "step-x", L.shape_text(s["x"], BSD))
+        L.chart(L.feature_figure(s["x"][0], rows, "x", step="x"), "pipeline_x", st.columns(2)[0], "x")
+        L.step(PAGE, 2, "Three projections: x W_Q, x W_K, x W_V", "step-proj", L.shape_text(s["xW_Q"], BSD) + " each")
+        for col, name in zip(st.columns(3), ("xW_Q", "xW_K", "xW_V")):
+            L.chart(L.feature_figure(s[name][0], rows, name.replace("xW_", "x W_"), n_heads=h, step=name),
+                    f"pipeline_{name}", col, name)
+with tabs[1]:
+    if tabs[1].open:
+        L.step(PAGE, 3, f"Split into {h} heads: view, then transpose", "step-split",
+               f"[batch=1, pos={len(tokens)}, d_model={d_model}] → view [batch=1, pos={len(tokens)}, head={h}, "
+               f"d_k={d_k}] → transpose(1, 2) → {L.shape_text(s['q'], ('batch', 'head', 'pos', 'd_k'))}")
+        heads_row("q", "Q")
+        if st.toggle("Show K and V split too", key="pipeline_show_kv"):
+            heads_row("k", "K")
+            heads_row("v", "V")
+with tabs[2]:
+    if tabs[2].open:
+        L.step(PAGE, 4, "Attention in every head at once", "step-attention",
+               L.shape_text(s["weights"], ("batch", "head", "query_pos", "key_pos")) + " weights, "
+               + L.shape_text(s["context"], ("batch", "head", "pos", "d_k")) + " context")
+        heads_row("weights", "weights")
+        heads_row("context", "context")
+with tabs[3]:
+    if tabs[3].open:
+        L.step(PAGE, 5, "Concatenate the heads", "step-concat", L.shape_text(s["concat"], BSD))
+        L.chart(L.feature_figure(s["concat"][0], rows, "concat", n_heads=h, step="concat"), "pipeline_concat",
+                st.columns(2)[0], "concat")
+        L.step(PAGE, 6, "Output projection W_O", "step-wo", L.shape_text(s["projected"], BSD))
+        L.chart(L.feature_figure(s["projected"][0], rows, "concat W_O", step="projected"), "pipeline_projected",
+                st.columns(2)[0], "projected")
+        L.step(PAGE, 7, "Dropout, then the residual x + …", "step-dropout", L.shape_text(s["attn_residual"], BSD))
+        st.markdown(f"max |dropout(W_O …) − W_O …| = `{data['dropout_diff']:.3g}` (the page runs the model in eval "
+                    "mode)")
+        L.chart(L.feature_figure(s["attn_residual"][0], rows, "x + dropout(concat W_O)", step="attn_residual"),
+                "pipeline_attn_residual", st.columns(2)[0], "attn_residual")
+        L.step(PAGE, 8, "LayerNorm: the attention block's output", "step-norm1", L.shape_text(s["attn_output"], BSD))
+        L.chart(L.feature_figure(s["attn_output"][0], rows, "LayerNorm(x + …)", step="attn_output"),
+                "pipeline_attn_output", st.columns(2)[0], "attn_output")
+with tabs[4]:
+    if tabs[4].open:
+        L.step(PAGE, 9, "Feed-forward: W_1 and ReLU", "step-ffn1",
+               L.shape_text(s["ff_hidden"], ("batch", "pos", "d_ff")))
+        st.markdown(f"ReLU set **{data['relu_zero']:.0%}** of the hidden numbers to 0.")
+        L.chart(L.feature_figure(s["ff_hidden"][0], rows, "ReLU(x W_1 + b_1)", step="ff_hidden"),
+                "pipeline_ff_hidden", st.container(), "ff_hidden")
+        L.step(PAGE, 10, "Feed-forward: W_2 — Linear or Conv1d(kernel_size=1)", "step-ffn2",
+               L.shape_text(s["ff_linear"], BSD))
+        cols = st.columns(2)
+        L.chart(L.feature_figure(s["ff_linear"][0], rows, "Linear W_2 (ours)", step="ff_linear"),
+                "pipeline_ff_linear", cols[0], "ff_linear")
+        L.chart(L.feature_figure(s["ff_conv1d"][0], rows, "Conv1d pair, same weights (seed 001)", step="ff_conv1d"),
+                "pipeline_ff_conv1d", cols[1], "ff_conv1d")
+        st.markdown(f"max |Linear − Conv1d| = `{data['conv_diff']:.3g}` over all {s['ff_linear'].size:,} numbers.")
+        L.step(PAGE, 11, "Residual + LayerNorm: the layer's output", "step-norm2", L.shape_text(s["ff_output"], BSD))
+        L.chart(L.feature_figure(s["ff_output"][0], rows, "LayerNorm(y + FFN(y))", step="ff_output"),
+                "pipeline_ff_output", st.columns(2)[0], "ff_output")
 
 # side by side ------------------------------------------------------------------------------------
-st.header("Side by side: two settings, one sentence")
-L.prose(PAGE, "compare")
-choices = state.head_choices(d_model)
-defaults = {"a": (1, False), "b": (max(c for c in choices if c <= 8), False)}
-chosen = {}
-for side, col in zip(("a", "b"), st.columns(2)):
-    heads_key, causal_key = f"pipeline_{side}_heads", f"pipeline_{side}_causal"
-    if st.session_state.get(heads_key) not in choices:
-        st.session_state[heads_key] = defaults[side][0]
-    st.session_state.setdefault(causal_key, defaults[side][1])
-    with col.form(f"pipeline_form_{side}"):
-        st.markdown(f"**Setting {side.upper()}**")
-        st.selectbox("n_heads", choices, key=heads_key)
-        st.toggle("Causal mask", key=causal_key)
-        st.form_submit_button(f"Apply {side.upper()}")
-    chosen[side] = (st.session_state[heads_key], st.session_state[causal_key])
-    w = L.walkthrough(settings, batch, *chosen[side])["steps"]
-    L.chart(L.pattern_figure(w["weights"][0, 0], rows, rows,
-                             f"{side.upper()}: head 0 weights ({chosen[side][0]} head(s), causal "
-                             f"{'on' if chosen[side][1] else 'off'})", visible=w["mask"], side=side),
-            f"pipeline_cmp_{side}", col, f"weights_{side}")
-cmp = L.comparison(settings, batch, chosen["a"], chosen["b"])
-cols = st.columns(2)
-L.chart(L.feature_figure(cmp["output_diff"], rows, "attention output, B − A", step="output_diff"),
-        "pipeline_cmp_output_diff", cols[0], "output_diff")
-L.chart(L.pattern_figure(cmp["mean_weights_diff"], rows, rows, "head-averaged weights, B − A",
-                         visible=cmp["visible"], signed=True, step="mean_weights_diff"),
-        "pipeline_cmp_weights_diff", cols[1], "mean_weights_diff")
-st.markdown(f"max |attention output B − A| = `{cmp['max_output_diff']:.3g}`")
-L.prose(PAGE, "compare-after")
+with tabs[5]:
+    if tabs[5].open:
+        st.header("Side by side: two settings, one sentence")
+        L.prose(PAGE, "compare")
+        choices = state.head_choices(d_model)
+        defaults = {"a": (1, False), "b": (max(c for c in choices if c <= 8), False)}
+        chosen, runs = {}, {}
+        cols = st.columns(2)
+        for side, col in zip(("a", "b"), cols):
+            heads_key, causal_key = f"pipeline_{side}_heads", f"pipeline_{side}_causal"
+            state.bind_url(heads_key, f"{side}_heads", choices, defaults[side][0])
+            state.bind_url(causal_key, f"{side}_causal", (False, True), defaults[side][1],
+                           to_text=lambda v: "1" if v else "0")
+            with col.form(f"pipeline_form_{side}"):
+                st.markdown(f"**Setting {side.upper()}**")
+                st.selectbox("n_heads", choices, key=heads_key)
+                st.toggle("Causal mask", key=causal_key)
+                st.form_submit_button(f"Apply {side.upper()}")
+            chosen[side] = (st.session_state[heads_key], st.session_state[causal_key])
+            runs[side] = L.walkthrough(settings, batch, *chosen[side])["steps"]
+        # A and B share one colour range, so equal colours mean equal weights
+        shared = figures.value_range(np.concatenate([
+            runs[x]["weights"][0, 0][figures.informative_cells(runs[x]["mask"], "weights")] for x in "ab"]), "weights")
+        for side, col in zip(("a", "b"), cols):
+            L.chart(L.pattern_figure(runs[side]["weights"][0, 0], rows, rows,
+                                     f"{side.upper()}: head 0 weights ({chosen[side][0]} head(s), causal "
+                                     f"{'on' if chosen[side][1] else 'off'})", visible=runs[side]["mask"],
+                                     zrange=shared, side=side),
+                    f"pipeline_cmp_{side}", col, f"weights_{side}")
+        st.caption(f"A and B share one colour range: 0 … {shared[1]:.3g}.")
+        cmp = L.comparison(settings, batch, chosen["a"], chosen["b"])
+        cols = st.columns(2)
+        L.chart(L.feature_figure(cmp["output_diff"], rows, "attention output, B − A", step="output_diff"),
+                "pipeline_cmp_output_diff", cols[0], "output_diff")
+        L.chart(L.pattern_figure(cmp["mean_weights_diff"], rows, rows, "head-averaged weights, B − A",
+                                 visible=cmp["visible"], signed=True, step="mean_weights_diff"),
+                "pipeline_cmp_weights_diff", cols[1], "mean_weights_diff")
+        st.markdown(f"max |attention output B − A| = `{cmp['max_output_diff']:.3g}`")
+        L.prose(PAGE, "compare-after")

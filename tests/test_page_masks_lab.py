@@ -42,6 +42,14 @@ def z_of(fig):
     return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
 
 
+def open_tab(at, label):
+    """Open one section tab (only the open tab runs: lazy tabs bound to ?section=)."""
+    at.session_state["section"] = label
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 def all_text(at):
     return "\n".join([m.value for m in at.markdown] + [c.value for c in at.code])
 
@@ -63,8 +71,7 @@ def open_page(page, monkeypatch):
     monkeypatch.setattr(PagesManager, "__init__", init)
     st.cache_data.clear()
     app = AppTest.from_file(APP, default_timeout=120)
-    app.run()
-    app.switch_page(page).run()
+    app.switch_page(page).run()  # straight to the page, as a deep link does
     assert not app.exception, [e.message for e in app.exception]
     assert app.sidebar.selectbox, "the page must run through the entrypoint (shared sidebar)"
     return app
@@ -76,19 +83,40 @@ def at(monkeypatch):
     st.cache_data.clear()
 
 
+SECTIONS = ["Causal and padding", "Two conventions", "Cached prefix", "Keys vs queries", "Dropout"]
+
+
 def test_runs_and_no_nan_reaches_a_figure(at):
-    specs = [chart.proto.spec for chart in at.get("plotly_chart")]
-    assert len(specs) >= 20
-    for spec in specs:
-        assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", spec)  # base64 bytes may spell "NaN"
-    assert [s.value for s in at.subheader][:3] == ["Causal mask", "Padding mask", "Causal AND padding"]
+    headers = []
+    for label in SECTIONS:
+        open_tab(at, label)
+        specs = [chart.proto.spec for chart in at.get("plotly_chart")]
+        assert 1 <= len(specs) <= 6  # a handful of charts per view
+        for spec in specs:
+            assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", spec)  # base64 bytes may spell "NaN"
+        headers += [h.value for h in at.header]
+    assert [h.split(" · ")[0] for h in headers] == ["1", "2", "3", "4", "5"]
+
+
+def _gallery(at, kind):
+    at.segmented_control(key="masks_kind").set_value(kind).run()
+    return at
+
+
+def test_gallery_panels_share_one_colour_range_across_the_three_masks(at):
+    ranges = set()
+    for kind in ("causal", "padding", "both"):
+        fig = by_meta(_gallery(at, kind), kind="pattern", section=kind)
+        ranges |= {(f["data"][0]["zmin"], f["data"][0]["zmax"]) for f in fig}
+    assert len(ranges) == 2  # one for scores (symmetric), one for weights
 
 
 def test_masks_are_boolean_and_right(at):
     trace_tokens = at.dataframe[0].value  # token table: two sentences
     n = trace_tokens.shape[1]
     length = int((trace_tokens.iloc[at.radio(key="masks_batch").value] != "[PAD]").sum())
-    causal, padding, both = (z_of(by_meta(at, kind="mask", section=k)[0]) for k in ("causal", "padding", "both"))
+    causal, padding, both = (z_of(by_meta(_gallery(at, k), kind="mask", section=k)[0])
+                             for k in ("causal", "padding", "both"))
     for z in (causal, padding, both):
         assert set(np.unique(z)) <= {0.0, 1.0}
     assert np.array_equal(causal, np.tril(np.ones((n, n))))
@@ -102,6 +130,9 @@ def test_masks_are_boolean_and_right(at):
 
 
 def test_conventions_live(at):
+    open_tab(at, "Two conventions")
+    zs = {(f["data"][0]["zmin"], f["data"][0]["zmax"]) for f in by_meta(at, section="conventions")}
+    assert len(zs) == 1  # the three recipes share one colour range
     text = all_text(at)
     assert "max |seed 000 − seed 001| = `0`" in text
     table = next(d.value for d in at.dataframe if "seed 000 · weight" in d.value.index)
@@ -114,6 +145,7 @@ def test_conventions_live(at):
 
 
 def test_float16_section_shows_the_real_behaviour(at):
+    open_tab(at, "Two conventions")
     try:
         torch.zeros(2, dtype=torch.float16).masked_fill(torch.tensor([True, False]), -1e9)
         expected = "ok"
@@ -127,6 +159,7 @@ def test_float16_section_shows_the_real_behaviour(at):
 
 def test_prefix_alignment(at):
     length = int((at.dataframe[0].value.iloc[at.radio(key="masks_batch").value] != "[PAD]").sum())
+    open_tab(at, "Cached prefix")
     at.slider(key="masks_n_new").set_value(2).run()
     top_left = z_of(by_meta(at, kind="mask", section="prefix", align="top-left")[0])
     bottom_right = z_of(by_meta(at, kind="mask", section="prefix", align="bottom-right")[0])
@@ -137,6 +170,9 @@ def test_prefix_alignment(at):
 
 
 def test_keys_vs_queries(at):
+    open_tab(at, "Keys vs queries")
+    zs = {(f["data"][0]["zmin"], f["data"][0]["zmax"]) for f in by_meta(at, kind="pattern", section="keys-queries")}
+    assert len(zs) == 1  # the three variants share one colour range
     summary = next(d.value for d in at.dataframe if "keys and queries" in d.value.columns)
     assert summary.loc["largest weight a real query puts on [PAD] keys", "keys"] == "0.0000"
     assert summary.loc["largest weight a real query puts on [PAD] keys", "queries"] != "0.0000"
@@ -150,6 +186,7 @@ def _sums(at):
 
 
 def test_training_toggle_changes_dropout(at):
+    open_tab(at, "Dropout")
     before, after = _sums(at)
     assert np.allclose(before, 1) and np.allclose(after, 1)  # eval mode: dropout is the identity
     eval_after = z_of(by_meta(at, section="dropout", which="after")[0])
@@ -163,6 +200,7 @@ def test_training_toggle_changes_dropout(at):
     assert survivors.size  # p = 0.3 keeps most weights, scaled by 1 / (1 − p)
     at.slider(key="masks_dropout_p").set_value(0.6).run()
     assert not np.array_equal(_sums(at)[1], after)
+    assert (at.query_params["train"], at.query_params["p"]) == ("1", "0.6")
 
 
 def test_one_sentence_gets_an_example_and_head_follows_n_heads(at):

@@ -69,29 +69,44 @@ def _pooled_labels(tokens, n: int, step: int, role: str) -> list[str]:
 def heads_figure(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
                  zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
                  n_cols: int = 4, max_tile: int = MAX_TILE, tile_px: int = 78) -> go.Figure:
-    """All heads of one stage of one sentence as tiles of one heatmap (click a tile centre to focus it).
+    """All heads of one stage of one sentence of ``trace`` as tiles of one heatmap (see :func:`tiled_heads`).
 
-    Args:
-        zrange: colour range, shared with the focused head's figure (no colour bar here).
-        hide_keys: bool ``[key_pos]``: key columns to blank (pattern stages).
-        n_cols: tiles per row. ``tile_px``: drawn size of one tile, sets the figure's height.
-
-    ``layout.meta``: ``{"stage": "heads", "of": stage, "layer", "batch", "n_heads", "n_cols",
-    "tile": [rows, cols] cells per tile, "gutter", "pool": [rows, cols] tokens per cell}``.
-    Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata`` = head).
+    ``hide_keys``: bool ``[key_pos]``, key columns to blank (pattern stages).
 
     Raises:
         KeyError: unknown stage or layer.
     """
-    data = np.array(trace.stage(stage, layer)[batch], dtype=np.float32)  # [head, rows, cols]
-    n_heads, n_r, n_c = data.shape
-    tokens = trace.tokens[batch]
-    pattern = stage in PATTERN_STAGES
-    if pattern and stage != "scores":
+    visible = None
+    if stage in PATTERN_STAGES and stage != "scores":
         visible = trace.visible(batch).copy()
         if hide_keys is not None:
             visible &= ~np.asarray(hide_keys, bool)[None, :]
-        data = np.where(visible[None], data, np.nan)
+    return tiled_heads(trace.stage(stage, layer)[batch], trace.tokens[batch], stage, visible=visible, zrange=zrange,
+                       n_cols=n_cols, max_tile=max_tile, tile_px=tile_px, meta={"layer": layer, "batch": batch})
+
+
+def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | None = None,
+                zrange: tuple[float, float] | None = None, n_cols: int = 4, max_tile: int = MAX_TILE,
+                tile_px: int = 78, meta: dict | None = None) -> go.Figure:
+    """Every head's matrix as tiles of one heatmap (click a tile centre to focus it).
+
+    Args:
+        data: ``[head, query_pos, key_pos]`` (pattern stages) or ``[head, pos, d_head]``.
+        tokens: the sentence's tokens (row labels; column labels too for pattern stages).
+        stage: stage name; sets the labels, the colour scale and how long inputs are pooled.
+        visible: bool ``[query_pos, key_pos]``, True = may attend; other cells are blank.
+        zrange: colour range, shared with the focused head's figure (no colour bar here).
+        n_cols: tiles per row. ``tile_px``: drawn size of a tile's longer side; sets the height.
+
+    ``layout.meta``: ``{"stage": "heads", "of": stage, "n_heads", "n_cols", "tile": [rows, cols]
+    cells per tile, "gutter": [rows, cols], "pool": [rows, cols] tokens per cell}`` plus ``meta``.
+    Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata`` = head).
+    """
+    data = np.array(data, dtype=np.float32)  # [head, rows, cols]
+    n_heads, n_r, n_c = data.shape
+    pattern = stage in PATTERN_STAGES or stage.endswith("weights")
+    if visible is not None:
+        data = np.where(np.asarray(visible, bool)[None], data, np.nan)
     data[~np.isfinite(data)] = np.nan
     step_r, step_c = pool_for(n_r, max_tile), pool_for(n_c, max_tile)
     tiles = block_reduce(data, step_r, step_c, "max" if "weights" in stage else "mean")  # [head, m_r, m_c]
@@ -136,8 +151,8 @@ def heads_figure(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
     width_cells, height_cells = z.shape[1], z.shape[0]
     height = int(height_cells * tile_px / side) + 30
     layout = dict(
-        meta={"stage": "heads", "of": stage, "layer": layer, "batch": batch, "n_heads": n_heads, "n_cols": n_cols,
-              "tile": [m_r, m_c], "gutter": [g_r, g_c], "pool": [step_r, step_c]},
+        meta={"stage": "heads", "of": stage, "n_heads": n_heads, "n_cols": n_cols,
+              "tile": [m_r, m_c], "gutter": [g_r, g_c], "pool": [step_r, step_c], **(meta or {})},
         height=max(120, height), margin=dict(l=4, r=4, t=22, b=4), plot_bgcolor="#ffffff",
         annotations=titles, clickmode="event+select", hovermode="closest", dragmode=False, hoverdistance=1,
         xaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False,

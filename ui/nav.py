@@ -1,10 +1,21 @@
-"""Page list for ``st.navigation`` and the fix for its first-visitor glitch.
+"""Page list for ``st.navigation``, the ``/explorer`` deep link, and the first-visitor fix.
 
-Streamlit 1.67 decides once per process whether the app "uses a pages directory" (the
-legacy, file-name navigation) from the mere existence of ``pages/``; the flag is turned
-off by the first ``st.navigation`` call, so the very first visitor of a fresh server gets
-legacy labels (``app``, ``explorer``) and a page run outside the entrypoint. We turn the
-flag off before the first run finishes and rerun, so that visitor sees the real titles.
+Two Streamlit behaviours shape this module (both checked in Chromium by
+``tests/test_browser_navigation.py``):
+
+* The default page lives at ``/``: Streamlit gives it the URL pathname ``""``, answers
+  ``/explorer`` with "Page not found", and the frontend rewrites the address of the default
+  page to ``/``. So ``/explorer`` is a hidden alias page that switches to the explorer
+  (``st.switch_page``) with the link's query parameters.
+* A process whose entrypoint has a ``pages/`` folder beside it starts in the legacy
+  "pages directory" mode until some session calls ``st.navigation`` ("As soon as any session
+  of your app executes the st.navigation command, your app will ignore the pages/ directory
+  (across all sessions)", ``st.navigation`` docs). So the first run of a fresh process shows
+  the file-name menu (``app``, ``explorer``, ``masks lab``) and, for a deep link, runs the page
+  script without ``app.py``. ``client.showSidebarNavigation = false`` in
+  ``.streamlit/config.toml`` hides that menu; :func:`navigation` turns the sidebar menu back on
+  (``st.set_option``) for the real one, and :func:`leave_legacy_mode` ends the legacy mode
+  with a plain ``st.navigation`` call and reruns. No Streamlit internals are touched.
 """
 from __future__ import annotations
 
@@ -13,29 +24,62 @@ from pathlib import Path
 import streamlit as st
 
 ROOT = Path(__file__).resolve().parent.parent
-# url_path = the file's stem, so a legacy first run resolves a deep link to the same page.
-PAGES = (  # (script, title, icon, url_path)
+PAGES = (  # (script, title, icon, url_path); the first one is the default page, served at "/"
     ("pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
     ("pages/minilm.py", "Trained model (MiniLM)", ":material/psychology:", "minilm"),
     ("pages/masks_lab.py", "Masks lab", ":material/visibility_off:", "masks_lab"),
     ("pages/pipeline.py", "Multi-head pipeline", ":material/account_tree:", "pipeline"),
 )
+# The default page's url_path only names it internally (Streamlit serves it at "/" and
+# hashes the url_path into the page id); "explorer" belongs to the alias below.
+DEFAULT_PAGE_ID = "home"
+
+# Set once this process has called st.navigation: from then on Streamlit ignores pages/.
+_navigated = False
 
 
-def leave_legacy_mode(rerun: bool) -> None:
-    """Switch off the legacy ``pages/`` navigation if this process still uses it.
-
-    Then rerun, so the run that reaches the browser is the entrypoint's, with its navigation.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        if rerun:
-            st.rerun()
+def _follow_alias() -> None:
+    """``/explorer`` → the explorer at ``/``, with every query parameter of the link."""
+    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    st.switch_page(pages()[0], query_params=params)
 
 
 def pages() -> list:
-    """``st.Page`` objects for the scripts that exist; the explorer is the default page."""
-    return [st.Page(script, title=title, icon=icon, url_path=url, default=(i == 0))
-            for i, (script, title, icon, url) in enumerate(PAGES) if (ROOT / script).exists()]
+    """``st.Page`` objects for the scripts that exist, plus the hidden ``/explorer`` alias."""
+    found = [p for p in PAGES if (ROOT / p[0]).exists()]
+    out = [st.Page(script, title=title, icon=icon, url_path=DEFAULT_PAGE_ID if i == 0 else url, default=(i == 0))
+           for i, (script, title, icon, url) in enumerate(found)]
+    if found:
+        _, title, icon, url = found[0]
+        out.append(st.Page(_follow_alias, title=title, icon=icon, url_path=url, visibility="hidden"))
+    return out
+
+
+def navigation():
+    """``st.navigation`` with the sidebar menu on (config.toml hides the legacy one)."""
+    global _navigated
+    st.set_option("client.showSidebarNavigation", True)
+    page = st.navigation(pages())
+    _navigated = True
+    return page
+
+
+def in_legacy_mode() -> bool:
+    """True until this process has called ``st.navigation`` (the ``pages/`` folder exists)."""
+    return not _navigated and (ROOT / "pages").is_dir()
+
+
+def is_alias(page) -> bool:
+    """The page ``st.navigation`` returned is the ``/explorer`` alias (it only redirects)."""
+    return page.url_path == PAGES[0][3]
+
+
+def leave_legacy_mode(rerun: bool) -> None:
+    """End the legacy ``pages/`` mode for the whole process, then rerun through ``app.py``.
+
+    Called by ``app.py`` on a fresh process's first run, and by ``ui.state.current`` when a
+    page script ran without the entrypoint (a legacy deep-link run).
+    """
+    navigation()
+    if rerun:
+        st.rerun()
