@@ -29,14 +29,10 @@ if trace is None:
         st.stop()
 
 with main:
-    batch = 0
-    if len(trace.tokens) > 1:
-        batch = views.sentence_radio("Sentence to inspect",
-                                     [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)],
-                                     key="explorer_batch")
+    sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]
+    stage, batch, _, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences)
     if trace.lengths[batch] == 0:
         st.warning("This sentence has no tokens: every position is padding.", icon=":material/warning:")
-    stage, _, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_")
     head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
                    key_prefix="explorer_")
 with tables:

@@ -97,7 +97,7 @@ st.toggle("Hide attention to special tokens", key="minilm_hide_special",
 if hide_keys is not None:
     st.caption("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                "the missing part went to [CLS], [SEP] and [PAD].")
-stage, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS)
+stage, _, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS)
 head_view.show(trace, batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
                key_prefix="minilm_", hide_keys=hide_keys, title_prefix=f"layer {layer} · ")
 

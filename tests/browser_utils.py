@@ -89,3 +89,52 @@ def plot_data(page, stage: str) -> list:
         .filter(d => d.layout && d.layout.meta && d.layout.meta.stage === stage)
         .sort((a, b) => a.layout.meta.head - b.layout.meta.head)
         .map(d => Array.from(d._fullData[0].z, row => Array.from(row, v => Number.isFinite(v) ? v : null)))""", stage)
+
+
+def wait_idle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the app has finished its rerun and every chart on the page has drawn its heatmap."""
+    page.wait_for_selector(CHART, timeout=timeout_ms)
+    page.wait_for_function(
+        """() => !document.querySelector('[data-testid="stStatusWidget"]')
+              && Array.from(document.querySelectorAll('.js-plotly-plot'))
+                   .every(d => !d.querySelector('g.hm') || d.querySelector('g.hm image'))""", timeout=timeout_ms)
+    page.wait_for_timeout(300)  # a late rerun message would restart the status widget
+
+
+def drawn_figures(page) -> list[dict]:
+    """``{"meta", "z", "height"}`` of every drawn chart (z of its first trace, NaN → None)."""
+    return page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => ({
+        meta: (d.layout && d.layout.meta) || {},
+        height: d._fullLayout.height,
+        z: Array.from(d._fullData[0].z || [], row => Array.from(row, v => Number.isFinite(v) ? v : null)),
+    }))""")
+
+
+def transparent_shares(page) -> list[dict]:
+    """For every drawn heatmap trace: the share of transparent pixels in its image and the share of
+    blank (NaN) cells in its ``z``. A transparent share above the blank share is cells eaten by gaps."""
+    return page.evaluate("""async () => {
+        const out = [];
+        for (const d of document.querySelectorAll('.js-plotly-plot')) {
+            const images = d.querySelectorAll('g.hm image');
+            const heatmaps = d._fullData.filter(t => t.type === 'heatmap');
+            for (let i = 0; i < Math.min(1, images.length); i++) {  // trace 0: the values
+                const img = new Image();
+                img.src = images[i].getAttribute('href') || images[i].getAttribute('xlink:href');
+                await img.decode();
+                const c = document.createElement('canvas');
+                c.width = img.naturalWidth; c.height = img.naturalHeight;
+                const ctx = c.getContext('2d');
+                ctx.drawImage(img, 0, 0);
+                const px = ctx.getImageData(0, 0, c.width, c.height).data;
+                let clear = 0;
+                for (let k = 3; k < px.length; k += 4) if (px[k] === 0) clear++;
+                const z = heatmaps[i].z;
+                let blank = 0, cells = 0;
+                for (const row of z) for (const v of row) { cells++; if (!Number.isFinite(v)) blank++; }
+                out.push({meta: d.layout.meta || {}, transparent: clear / (px.length / 4), blank: blank / cells,
+                          width: c.width, height: c.height});
+            }
+        }
+        return out;
+    }""")

@@ -115,7 +115,7 @@ def test_changing_d_model_keeps_n_heads_valid_with_a_note():
 
 def test_padding_hides_pad_keys_of_the_short_sentence():
     at = run(text="one two three four\nshort", padding="1")
-    at.radio(key="explorer_batch").set_value(1).run()
+    at.selectbox(key="explorer_batch").set_value(1).run()
     z = heatmap_z(focus(at))
     assert z.shape == (4, 4)
     assert np.isnan(z[:, 1:]).all() and np.allclose(z[:, 0], 1.0)
@@ -150,7 +150,7 @@ def test_html_tokens_are_escaped_in_tick_labels():
 
 def test_causal_and_padding_leave_all_padding_query_rows_marked_not_nan():
     at = run(text="a b c\nz", causal="1", padding="1")
-    at.radio(key="explorer_batch").set_value(1).run()
+    at.selectbox(key="explorer_batch").set_value(1).run()
     z = heatmap_z(focus(at))
     assert np.allclose(z[:, 0], 1.0) and np.isnan(z[:, 1:]).all()
 

@@ -34,7 +34,7 @@ STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": "score", "masked_scores":
 EMPTY_ROW_MARK = "⊘"
 MAX_TICKS = 40  # every token labelled up to 40 per axis; beyond, every k-th (the hover names them all)
 TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)
-GAP_MAX_CELLS = 32  # 1-px gaps only while a cell is wide enough to keep its colour (plotly.py #746)
+GAP_MAX_CELLS = 8  # 1-px gaps only while cells are ≥ ~40 px, so gaps stay under ~5 % of a figure (plotly.py #746)
 FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
 
 
@@ -174,7 +174,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     longest = max((len(html.unescape(col_ticks[i])) for i in xticks), default=1)
     # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
     angle = 0 if longest * 7 <= FOCUS_WIDTH_PX / max(1, len(xticks)) else -90
-    size = height or (410 if n_rows <= 24 else 520)
+    size = height or (390 if n_rows <= 24 else 520)
     layout = dict(
         # automargin: the title pushes the plot down instead of sitting on the top tick labels
         # a caption under the plot, as in a textbook figure (automargin: room is made for it)

@@ -19,29 +19,35 @@ from .state import bind_url
 from .views import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
-STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": "QKᵀ/√d_k", "masked_scores": "masked",
-                "weights": "softmax weights", "context": "context"}
+STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": "scores", "masked_scores": "masked",
+                "weights": "weights", "context": "context"}
 
 
-def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES,
-             n_layers: int = 1) -> tuple[str, int, int, bool, bool]:
-    """``(stage, layer, head, fixed_scale, all_large)`` from a compact row of controls bound to the URL.
+def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_layers: int = 1,
+             sentences: list[str] | None = None) -> tuple[str, int, int, int, bool, bool]:
+    """``(stage, batch, layer, head, fixed_scale, all_large)`` from one compact row of controls bound to the URL.
 
-    A layer picker (``?layer=``) is shown only when ``n_layers > 1``.
+    A sentence picker (``?sentence=``) is shown when ``sentences`` has more than one, a layer
+    picker (``?layer=``) when ``n_layers > 1``; otherwise both are 0.
     """
     stage_key, head_key = f"{key_prefix}stage", f"{key_prefix}head"
     bind_url(stage_key, "stage", stages, "weights")
     bind_url(head_key, "head", range(n_heads), 0)
     bind_url(f"{key_prefix}fixed", "scale", (False, True), False, to_text=lambda v: "fixed" if v else "auto")
     bind_url(f"{key_prefix}all", "all", (False, True), False, to_text=lambda v: "1" if v else "0")
-    layer_key = f"{key_prefix}layer"
+    layer_key, batch_key = f"{key_prefix}layer", f"{key_prefix}batch"
+    many = sentences is not None and len(sentences) > 1
+    widths = [4.2] + [1.4] * many + [1.2] * (n_layers > 1) + [1.2, 1.9]
+    left, *pickers, middle, right = st.columns(widths, vertical_alignment="bottom")
+    batch = layer = 0
+    if many:
+        bind_url(batch_key, "sentence", range(len(sentences)), 0)
+        batch = pickers.pop(0).selectbox("Sentence", range(len(sentences)), key=batch_key,
+                                         format_func=lambda b: f"{b}: {sentences[b][:30]}",
+                                         help="Which sentence of the batch to look at (one per line in the sidebar).")
     if n_layers > 1:
         bind_url(layer_key, "layer", range(n_layers), 0)
-        left, lay, middle, right = st.columns([4.2, 1.2, 1.2, 1.9], vertical_alignment="bottom")
-        layer = lay.selectbox("Layer", range(n_layers), key=layer_key, format_func=lambda i: f"layer {i}")
-    else:
-        left, middle, right = st.columns([5, 1.3, 1.6], vertical_alignment="bottom")
-        layer = 0
+        layer = pickers.pop(0).selectbox("Layer", range(n_layers), key=layer_key, format_func=lambda i: f"layer {i}")
     stage = left.segmented_control("Stage", stages, key=stage_key, required=True,
                                    format_func=STAGE_LABELS.get, help="The step of attention to look at.")
     head = middle.selectbox("Head", range(n_heads), key=head_key, format_func=lambda h: f"head {h}",
@@ -51,7 +57,7 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES,
                           help="Weights: colours from 0 to 1 (compare figures and slides) instead of 0 to the largest "
                                "weight shown (see the structure of a nearly uniform head).")
         all_large = st.toggle("All heads large", key=f"{key_prefix}all")
-    return stage, layer, head, fixed, all_large
+    return stage, batch, layer, head, fixed, all_large
 
 
 def _focus_head(key: str, head_key: str) -> None:
