@@ -157,7 +157,8 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
         annotations=titles, clickmode="event+select", hovermode="closest", dragmode=False, hoverdistance=1,
         xaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
                    range=[-0.5, width_cells - 0.5]),
-        yaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False, autorange="reversed"),
+        yaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
+                   range=[height_cells - 0.5, -0.5]),  # top row first; explicit: markers would pad an autorange
     )
     return go.Figure(data=[heat, markers], layout=layout)
 

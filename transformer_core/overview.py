@@ -148,11 +148,14 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
         height=height, margin=dict(l=64, r=10, t=64, b=10), plot_bgcolor="#d9d9d9", shapes=shapes,
         clickmode="event+select", hovermode="closest", dragmode="zoom",
         hoverdistance=1,  # a tile-centre marker answers only under itself; elsewhere the cell under the cursor
-        xaxis=dict(type="category", tickmode="array", tickvals=[xs[h * (m + g) + mid] for h in range(n_heads)],
+        # explicit ranges: the big transparent markers would otherwise pad the autorange (grey margins)
+        xaxis=dict(type="category", range=[-0.5, len(xs) - 0.5], tickmode="array",
+                   tickvals=[xs[h * (m + g) + mid] for h in range(n_heads)],
                    ticktext=[f"head {h}" for h in range(n_heads)], side="top", showgrid=False, zeroline=False,
                    tickangle=0, automargin=True),
-        yaxis=dict(type="category", tickmode="array", tickvals=[ys[lay * (m + g) + mid] for lay in range(n_layers)],
-                   ticktext=[f"layer {lay}" for lay in range(n_layers)], autorange="reversed", showgrid=False,
+        yaxis=dict(type="category", range=[len(ys) - 0.5, -0.5], tickmode="array",
+                   tickvals=[ys[lay * (m + g) + mid] for lay in range(n_layers)],
+                   ticktext=[f"layer {lay}" for lay in range(n_layers)], showgrid=False,
                    zeroline=False, automargin=True),
     )
     return go.Figure(data=[heat, centres], layout=layout)
