@@ -23,7 +23,7 @@ if not settings.sentences:
     st.stop()
 sentences, example = minilm.with_example(settings.sentences)
 try:
-    trace = minilm.minilm_trace(sentences, settings.padding)
+    summary = minilm.minilm_summary(sentences, settings.padding)
 except PretrainedUnavailable as err:
     st.error(f"The trained model MiniLM-L6 is not available, so this page cannot run: {err}", icon=":material/block:")
     st.caption("The other pages use the toy model and keep working.")
@@ -53,6 +53,7 @@ def _open_row() -> None:
         _open(*divmod(int(rows[0]), N_HEADS))
 
 
+trace = summary["trace"]  # tokens and mask; one layer's stages are computed below, when it is open
 if example:
     st.caption(f"You typed one sentence, so the built-in example “{example}” is added as sentence 1: the two have "
                "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** has something to "
@@ -60,7 +61,7 @@ if example:
 batch = views.sentence_radio("Sentence to inspect",
                              [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.lengths)], key="minilm_batch")
 
-stats = minilm.minilm_stats(sentences, settings.padding, batch)
+stats = summary["stats"][batch]
 n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
 n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
@@ -84,7 +85,8 @@ hide_keys = minilm.special_mask(trace, batch) if ss["minilm_hide_special"] else 
 st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (attention weights; rows = queries, "
             "columns = keys). **Click a tile's centre** to open that head below.")
 # no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
-overview = overview_figure(trace, batch, hide_keys=hide_keys, height=320)
+overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
+                           tiles=summary["overview"][(batch, hide_keys is not None)])
 st.plotly_chart(overview, key="minilm_overview", on_select=_open_tile, selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
 if (pool := overview.layout.meta["pool"]) > 1:
@@ -98,7 +100,7 @@ if hide_keys is not None:
     st.caption("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                "the missing part went to [CLS], [SEP] and [PAD].")
 stage, _, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS)
-head_view.show(trace, batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
+head_view.show(minilm.minilm_layer(sentences, settings.padding, layer), batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
                key_prefix="minilm_", hide_keys=hide_keys, title_prefix=f"layer {layer} · ")
 
 st.subheader("Per-head statistics")

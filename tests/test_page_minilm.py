@@ -257,3 +257,17 @@ def test_picked_tile_reads_the_marker_selection():
     assert picked_tile([{"curve_number": 1, "point_number": 5}], n_heads=3) == (1, 2)
     assert picked_tile([{"curve_number": 0, "point_index": [3, 4]}]) is None  # a heatmap cell
     assert picked_tile([]) is None and picked_tile(None) is None
+
+
+@needs_minilm
+def test_up_to_512_tokens_overview_pooled_and_the_open_head_at_full_resolution():
+    text = " ".join(f"word{i % 97}" for i in range(700))  # far more than 512 WordPiece tokens
+    at = open_page(text=text)
+    meta = focus(at)["layout"]["meta"]
+    z = heatmap_z(focus(at))
+    assert z.shape == (512, 512) and meta["batch"] == 0  # the model's own limit, [CLS] … [SEP]
+    np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-4)
+    ov = overview_of(at)["layout"]["meta"]
+    assert ov["n"] == 512 and ov["pool"] == 8 and ov["tile"] == 64
+    assert not any("built-in example" in c.value for c in at.caption)  # a long text is used alone
+    assert sum(len(c.proto.spec) for c in at.get("plotly_chart")) < 4.5e6  # 512² float32 focus ≈ 1.4 MB of it

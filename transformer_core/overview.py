@@ -101,19 +101,23 @@ def axis_labels(tokens, count: int, g: int, name: str, role: str, step: int = 1)
 
 def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | None = None,
                     highlight: tuple[int, int] | None = None, height: int = 640,
-                    max_tile: int = MAX_TILE) -> go.Figure:
+                    max_tile: int = MAX_TILE, tiles: tuple[np.ndarray, int, int] | None = None,
+                    n_layers: int | None = None, n_heads: int | None = None) -> go.Figure:
     """All layers × heads of one sentence's attention weights as one tiled heatmap.
 
     ``hide_keys`` (bool ``[key_pos]``) blanks chosen key columns in every tile (weights are
     not renormalised). ``highlight = (layer, head)`` outlines that tile. Inputs longer than
     ``max_tile`` tokens are pooled (block maximum, see :func:`tiled_weights`).
+    ``tiles`` = a :func:`tiled_weights` result computed earlier (then ``trace`` need only hold
+    the tokens, and ``n_layers``/``n_heads`` are given).
     Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata [layer, head]``).
     ``layout.meta``: ``stage="overview"``, ``batch``, ``n_layers``, ``n_heads``, ``n`` (tokens),
     ``tile`` (cells per tile side), ``gutter``, ``pool`` (tokens per cell side), ``highlight``.
     """
     tokens = trace.tokens[batch]
-    n, n_layers, n_heads = len(tokens), trace.n_layers, trace.n_heads
-    z, g, step = tiled_weights(trace, batch, hide_keys, max_tile)
+    n = len(tokens)
+    n_layers, n_heads = n_layers or trace.n_layers, n_heads or trace.n_heads
+    z, g, step = tiles if tiles is not None else tiled_weights(trace, batch, hide_keys, max_tile)
     m = -(-n // step)  # cells per tile side
     xs = axis_labels(tokens, n_heads, g, "head", "key", step)
     ys = axis_labels(tokens, n_layers, g, "layer", "query", step)

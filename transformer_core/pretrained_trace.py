@@ -4,6 +4,8 @@ Shape legend: batch, head, query_pos, key_pos, d_model (384).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from .hooks import capture
@@ -12,7 +14,8 @@ from .tokenize import PAD, TokenBatch
 from .trace import Trace, build_mask
 
 
-def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 128) -> Trace:
+def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 128,
+               only: Callable[[str], bool] | None = None) -> Trace:
     """Run MiniLM-L6 on ``sentences`` and capture every stage of all 6 layers.
 
     Each sentence becomes WordPiece tokens ``[CLS] … [SEP]``; one longer than
@@ -25,7 +28,8 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
     (``trace.mask`` is ``None``) and the model attends to ``[PAD]`` tokens too.
 
     Stages: ``embeddings`` ``[batch, pos, 384]`` and ``layers.{i}.attention.*``,
-    ``layers.{i}.feed_forward.{hidden,output}`` for i in 0…5, float32 NumPy arrays.
+    ``layers.{i}.feed_forward.{hidden,output}`` for i in 0…5, float32 NumPy arrays; ``only`` (a
+    predicate on those names, see :func:`~transformer_core.hooks.capture`) keeps just some of them.
 
     Raises:
         ValueError: no sentence has a token, or ``max_tokens`` is not in 2…512.
@@ -60,7 +64,7 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
     attention_mask = real.long() if padding else torch.ones_like(input_ids)
     mask = build_mask(batch, causal=False, padding=padding)  # [batch, 1, query_pos, key_pos] or None
 
-    with torch.no_grad(), capture(model) as stages:
+    with torch.no_grad(), capture(model, only) as stages:
         model(input_ids, attention_mask)
     return Trace(
         tokens=batch.tokens, lengths=batch.lengths, truncated=batch.truncated,

@@ -53,7 +53,8 @@ class Trace:
 
     @property
     def n_heads(self) -> int:
-        return self.stages["layers.0.attention.weights"].shape[1]
+        weights = next(k for k in self.stages if k.startswith("layers.") and k.endswith(".attention.weights"))
+        return self.stages[weights].shape[1]
 
     def stage(self, name: str, layer: int = 0) -> np.ndarray:
         """One attention stage of one layer, e.g. ``stage("weights")`` → ``[batch, head, query_pos, key_pos]``.

@@ -1,4 +1,4 @@
-"""Cached compute for the MiniLM page: (sentences, padding) in, a slim MiniLM :class:`Trace` out.
+"""Cached compute for the MiniLM page: (sentences, padding) in, small summaries and one layer's trace out.
 
 The model is loaded once per process inside :func:`~transformer_core.pretrained.load_minilm`
 and never mutated; :func:`~transformer_core.hooks.capture` records into a per-thread
@@ -16,6 +16,8 @@ from transformer_core.head_stats import head_stats
 from transformer_core.trace import Trace
 
 from .state import MAX_TOKENS
+
+MAX_MINILM_TOKENS = 512  # the model's own limit (its learned position table), [CLS] and [SEP] included
 
 SHOWN_STAGES = ("scores", "masked_scores", "weights", "context")  # what the page draws; the rest is dropped
 # Added when the learner types one sentence, so the padding mask has a shorter sentence to act on.
@@ -37,20 +39,51 @@ def _token_count(sentence: str) -> int:
 def with_example(sentences: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
     """``(batch, added)``: one sentence gets a built-in example of a different length.
 
+    A sentence of more than ``MAX_TOKENS`` (128) tokens is used alone (its trace is large enough).
     A short sentence (≤ :data:`SHORT_LIMIT` tokens) gets :data:`LONG_EXAMPLE` (so the
     learner's sentence is padded), a longer one :data:`SHORT_EXAMPLE` (the example is padded).
     ``added`` is the example, or None when the batch is used as typed.
     """
-    if len(sentences) != 1:
+    if len(sentences) != 1 or _token_count(sentences[0]) > MAX_TOKENS:  # a long text is padding enough
         return tuple(sentences), None
     example = LONG_EXAMPLE if _token_count(sentences[0]) <= SHORT_LIMIT else SHORT_EXAMPLE
     return (sentences[0], example), example
 
 
-@st.cache_data(max_entries=8, show_spinner="Running MiniLM-L6 …")  # a 128-token trace is ~90 MB
-def minilm_trace(sentences: tuple[str, ...], padding: bool) -> Trace:
-    """MiniLM-L6's trace of ``sentences`` (cut to ``MAX_TOKENS`` tokens each), keeping only
-    the attention stages the page shows, so a cached copy stays small.
+@st.cache_data(max_entries=16, show_spinner="Running MiniLM-L6 …")
+def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
+    """What the page shows of every layer, small enough to cache for long inputs.
+
+    One run that records only the weights of the 6 layers, reduced at once to
+    ``{"trace": Trace with the tokens and mask (no stages), "overview": {(batch, hide_special):
+    tiled_weights(...)}, "stats": {batch: head_stats DataFrame}}``. Sentences are cut to
+    :data:`MAX_MINILM_TOKENS` tokens ([CLS] and [SEP] included).
+
+    Raises:
+        PretrainedUnavailable: MiniLM is not installed, or its files are corrupt.
+        ValueError: no sentence has a token.
+    """
+    from transformer_core.head_stats import special_keys
+    from transformer_core.overview import tiled_weights
+    from transformer_core.pretrained_trace import run_minilm
+
+    trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
+                       only=lambda name: name.endswith(".attention.weights"))
+    batches = range(len(trace.tokens))
+    return {
+        "trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
+                       stages={}, settings=trace.settings),
+        "overview": {(b, hide): tiled_weights(trace, b, special_keys(trace.tokens[b]) if hide else None)
+                     for b in batches for hide in (False, True)},
+        "stats": {b: head_stats(trace, b) for b in batches},
+    }
+
+
+@st.cache_data(max_entries=12, show_spinner="Running MiniLM-L6 …")
+def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace:
+    """MiniLM-L6's trace of ``sentences`` holding only the stages the page draws of one ``layer``
+    (``layers.{layer}.attention.{scores,masked_scores,weights,context}``): a 512-token layer is
+    ~50 MB per sentence, the whole model ~570 MB.
 
     Raises:
         PretrainedUnavailable: MiniLM is not installed, or its files are corrupt.
@@ -58,17 +91,9 @@ def minilm_trace(sentences: tuple[str, ...], padding: bool) -> Trace:
     """
     from transformer_core.pretrained_trace import run_minilm
 
-    trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_TOKENS)
-    keep = {name: array for name, array in trace.stages.items()
-            if name.startswith("layers.") and name.rsplit(".", 1)[-1] in SHOWN_STAGES and ".attention." in name}
-    return Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
-                 stages=keep, settings=trace.settings)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def minilm_stats(sentences: tuple[str, ...], padding: bool, batch: int):
-    """:func:`~transformer_core.head_stats.head_stats` of one sentence of :func:`minilm_trace`."""
-    return head_stats(minilm_trace(sentences, padding), batch)
+    prefix = f"layers.{layer}.attention."
+    return run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
+                      only=lambda name: name.startswith(prefix) and name[len(prefix):] in SHOWN_STAGES)
 
 
 def special_mask(trace: Trace, batch: int) -> np.ndarray:

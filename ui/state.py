@@ -16,7 +16,7 @@ from transformer_core.config import divisors
 
 from .markdown import plain
 
-MAX_CHARS = 2000  # text area limit
+MAX_CHARS = 4000  # text area limit (MiniLM reads up to 512 WordPiece tokens, ~2,500 characters of English)
 MAX_SENTENCES = 6  # lines after the sixth are ignored, with a note
 MAX_TOKENS = 128  # tokens per sentence (the toy model and MiniLM)
 MAX_HEADS = 16  # head counts offered (more would be more figures than a learner can read)
