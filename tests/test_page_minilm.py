@@ -73,7 +73,7 @@ def test_page_runs_with_overview_table_and_one_head():
     assert fig["layout"]["clickmode"] == "event+select"
     # one head's stages, special tokens visible as tokens
     assert len(figures(at)) == 3  # overview, the open head, its layer's heads tiled: never one chart per head
-    for stage in ("scores", "masked_scores", "weights", "context"):
+    for stage in ("q", "k", "v", "scores", "masked_scores", "weights", "context"):
         at.segmented_control(key="minilm_stage").set_value(stage).run()
         meta = focus(at)["layout"]["meta"]
         assert (meta["stage"], meta["layer"], meta["head"]) == (stage, 0, 0)

@@ -19,7 +19,7 @@ from .state import MAX_TOKENS
 
 MAX_MINILM_TOKENS = 512  # the model's own limit (its learned position table), [CLS] and [SEP] included
 
-SHOWN_STAGES = ("scores", "masked_scores", "weights", "context")  # what the page draws; the rest is dropped
+SHOWN_STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")  # what the page draws; the rest is dropped
 # Added when the learner types one sentence, so the padding mask has a shorter sentence to act on.
 SHORT_EXAMPLE = "Dogs bark."
 LONG_EXAMPLE = "After a long day at the busy harbour, the old fisherman finally sat down to rest."
