@@ -54,15 +54,35 @@ def _open_row() -> None:
 
 
 trace = summary["trace"]  # tokens and mask; one layer's stages are computed below, when it is open
+sentences_shown = [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.lengths)]
+state.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0)
+state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
+pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")
+batch = pick.selectbox("Sentence", range(len(sentences_shown)), key="minilm_batch",
+                       format_func=lambda b: f"{b}: {sentences_shown[b][:60]}",
+                       help="Which sentence of the batch to look at (one per line in the sidebar).")
+hide_col.toggle("Hide attention to special tokens", key="minilm_hide_special",
+                help="Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
+                     "weight figures. Hidden cells are only blanked, not renormalised: what is missing went to "
+                     "[CLS], [SEP] and [PAD] (many heads park their attention there).")
+hide_keys = minilm.special_mask(trace, batch) if ss["minilm_hide_special"] else None
+stats = summary["stats"][batch]
+n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
+
+st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (attention weights; rows = queries, "
+            "columns = keys). **Click a tile's centre** to open that head below.")
+# no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
+overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
+                           tiles=summary["overview"][(batch, hide_keys is not None)])
+st.plotly_chart(overview, key="minilm_overview", on_select=_open_tile, selection_mode="points",
+                config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
+if (pool := overview.layout.meta["pool"]) > 1:
+    st.caption(f"Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of "
+               "tokens. The open head below shows every token.")
 if example:
     st.caption(f"You typed one sentence, so the built-in example “{example}” is added as sentence 1: the two have "
                "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** has something to "
                "act on.")
-batch = views.sentence_radio("Sentence to inspect",
-                             [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.lengths)], key="minilm_batch")
-
-stats = summary["stats"][batch]
-n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
 n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
 if n_pad and settings.padding:
@@ -79,23 +99,6 @@ elif n_pad:
 elif padded:
     st.caption(f"Sentence {batch} is the longest and has no [PAD]; sentence(s) {', '.join(map(str, padded))} "
                "are padded — pick one to see what the padding mask does.")
-
-state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
-hide_keys = minilm.special_mask(trace, batch) if ss["minilm_hide_special"] else None
-st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (attention weights; rows = queries, "
-            "columns = keys). **Click a tile's centre** to open that head below.")
-# no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
-overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
-                           tiles=summary["overview"][(batch, hide_keys is not None)])
-st.plotly_chart(overview, key="minilm_overview", on_select=_open_tile, selection_mode="points",
-                config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
-if (pool := overview.layout.meta["pool"]) > 1:
-    st.caption(f"Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of "
-               "tokens. The open head below shows every token.")
-st.toggle("Hide attention to special tokens", key="minilm_hide_special",
-          help="Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
-               "weight figures. Hidden cells are only blanked, not renormalised: what is missing went to "
-               "[CLS], [SEP] and [PAD] (many heads park their attention there).")
 if hide_keys is not None:
     st.caption("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                "the missing part went to [CLS], [SEP] and [PAD].")

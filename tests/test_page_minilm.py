@@ -160,7 +160,7 @@ def test_one_sentence_gets_an_example_and_padding_toggle_acts_on_its_pad_keys():
 @needs_minilm
 def test_sentence_choice_sets_the_overview_and_figures():
     at = open_page(text=ONE)
-    at.radio(key="minilm_batch").set_value(1).run()
+    at.selectbox(key="minilm_batch").set_value(1).run()
     assert overview_of(at)["layout"]["meta"]["batch"] == 1
     assert focus(at)["layout"]["meta"]["batch"] == 1
     assert "fisherman" in tokens_of(focus(at))

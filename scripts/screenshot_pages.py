@@ -1,0 +1,54 @@
+#!/usr/bin/env python
+"""Screenshots of every page at 1280×720 (a classroom projector) into ``docs/images/``.
+
+Starts a fresh ``streamlit run app.py``, opens each page in headless Debian Chromium as a
+student would (a link with a 12-token sentence), waits until every chart is drawn, and saves
+``docs/images/page_<name>.png``::
+
+    python scripts/screenshot_pages.py            # all pages
+    python scripts/screenshot_pages.py --out /tmp # elsewhere
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
+
+TWELVE = "The animal didn't cross the street because it was too tired."
+PAGES = {  # name → path and query
+    "explorer": ("/", {"text": TWELVE, "causal": 1}),
+    "explorer_128_tokens": ("/", {"text": " ".join(f"w{i}" for i in range(128)), "d_model": 96, "n_heads": 12}),
+    "minilm": ("/minilm", {"text": TWELVE, "layer": 2, "head": 9}),
+    "masks_lab": ("/masks_lab", {"text": TWELVE + "\nIt was tired.", "mask": "both"}),
+    "pipeline": ("/pipeline", {"text": TWELVE, "step": "Attention"}),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
+    args = parser.parse_args()
+    if (why := chromium_missing()):
+        print(f"cannot take screenshots: {why}", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    with streamlit_server() as url, browser() as chromium:
+        for name, (path, query) in PAGES.items():
+            page = chromium.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(f"{url}{path}?{urllib.parse.urlencode(query)}")
+            wait_idle(page)
+            target = args.out / f"page_{name}.png"
+            page.screenshot(path=str(target))
+            print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
+            page.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
