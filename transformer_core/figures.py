@@ -35,6 +35,7 @@ EMPTY_ROW_MARK = "⊘"
 MAX_TICKS = 40  # every token labelled up to 40 per axis; beyond, every k-th (the hover names them all)
 TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)
 GAP_MAX_CELLS = 8  # 1-px gaps only while cells are ≥ ~40 px, so gaps stay under ~5 % of a figure (plotly.py #746)
+CELL_MARKERS_MAX = 32  # tokens up to which the focused heatmap carries a click marker per cell
 FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
 
 
@@ -224,10 +225,33 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
         if hide_keys is not None:
             visible &= ~np.asarray(hide_keys, bool)[None, :]
         # raw scores are shown whole: masking has not happened yet at that stage
-        return heatmap(data, rows, rows, visible=None if stage == "scores" else visible,
-                       empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks, **common)
+        fig = heatmap(data, rows, rows, visible=None if stage == "scores" else visible,
+                      empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks, **common)
+        if len(tokens) <= CELL_MARKERS_MAX:
+            add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
+        return fig
     cols = [f"d{j}" for j in range(data.shape[-1])]
     return heatmap(data, rows, cols, row_title="position", col_title="dimension", **common)
+
+
+def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> None:
+    """A transparent marker on every cell, ``customdata = [query, key]``, so a click selects the cell.
+
+    Clicking a heatmap cell does not reach Streamlit's ``on_select`` (streamlit #8760); a click on
+    a scatter marker does (``clickmode="event+select"``). One marker per cell costs the browser
+    time, so only small matrices get them (:data:`CELL_MARKERS_MAX`); the pickers always work.
+    """
+    n_rows, n_cols = values.shape
+    qs, ks = np.divmod(np.arange(n_rows * n_cols), n_cols)
+    flat = np.asarray(values, np.float64).ravel()
+    text = ["masked" if not np.isfinite(v) else f"value {v:.4f}" for v in flat]
+    fig.add_trace(go.Scatter(
+        x=[labels[k] for k in ks], y=[labels[q] for q in qs], customdata=np.stack([qs, ks], axis=1).astype(np.int16),
+        text=text, mode="markers", name="cells",
+        showlegend=False, marker=dict(size=max(8, min(30, 360 // max(n_rows, 1))), symbol="square", opacity=0),
+        selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
+        hovertemplate="query %{y}<br>key %{x}<br>%{text}<br><b>click to explain</b><extra></extra>"))
+    fig.update_layout(clickmode="event+select", hovermode="closest", dragmode=False)
 
 
 def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tuple[str, ...], ext: str = "") -> str:

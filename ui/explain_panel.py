@@ -1,0 +1,103 @@
+""""Explain this number": the arithmetic behind one cell of the focused head, step by step.
+
+The cell is chosen by clicking it in the focused heatmap (small matrices carry a transparent
+click marker per cell) or with the query/key pickers, which always work; both live in the URL
+as ``?q=5&k=2``. Every number comes from :func:`transformer_core.explain.explain_cell`, i.e.
+from the trace's captured tensors.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer_core.explain import TOLERANCE, explain_cell
+from transformer_core.trace import Trace
+
+from .markdown import plain
+from .state import bind_url
+
+TOP_KEYS = 6  # keys listed in the context step
+
+
+def pick_cell(key: str, q_key: str, k_key: str) -> None:
+    """A click on a cell marker of the focused heatmap: ``customdata = [query, key]``."""
+    event = st.session_state.get(key) or {}
+    for point in (event.get("selection") or {}).get("points") or []:
+        custom = point.get("customdata")
+        if isinstance(custom, (list, tuple)) and len(custom) >= 2:
+            st.session_state[q_key], st.session_state[k_key] = int(custom[0]), int(custom[1])
+            return
+
+
+def _num(x: float) -> str:
+    return "−∞" if x == float("-inf") else "NaN" if np.isnan(x) else f"{x:.4f}"
+
+
+def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) -> None:
+    """The panel for the cell chosen in the URL or the pickers (query and key of sentence ``batch``)."""
+    tokens = trace.tokens[batch]
+    n = len(tokens)
+    q_key, k_key = f"{key_prefix}q", f"{key_prefix}k"
+    bind_url(q_key, "q", range(n), 0)
+    bind_url(k_key, "k", range(n), 0)
+    st.markdown(f"#### Explain this number · head {head}" + (f", layer {layer}" if trace.n_layers > 1 or layer else ""))
+    left, right, note = st.columns([1, 1, 2], vertical_alignment="bottom")
+    query = left.selectbox("Query (row)", range(n), key=q_key, format_func=lambda i: f"{i}: {tokens[i]}")
+    key = right.selectbox("Key (column)", range(n), key=k_key, format_func=lambda i: f"{i}: {tokens[i]}")
+    note.caption("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
+                 "this very number.")
+    e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
+    qi, kj = plain(f"{query}: {tokens[query]}"), plain(f"{key}: {tokens[key]}")  # user text: never Markdown
+    score, mask, soft, ctx = st.tabs(["1 · Score", "2 · Mask", "3 · Softmax", "4 · Context"])
+    with score:
+        st.latex(rf"s_{{{query},{key}}} = \frac{{q_{{{query}}} \cdot k_{{{key}}}}}{{\sqrt{{d_k}}}}"
+                 rf" = \frac{{{e.dot:.4f}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{e.dot:.4f}}}{{{e.scale:.4f}}} = {e.score:.4f}")
+        dims = [f"d{d}" for d in range(e.d_k)]
+        st.dataframe(pd.DataFrame([e.q, e.k, e.products], columns=dims,
+                                  index=[f"q ({query}: {tokens[query]})", f"k ({key}: {tokens[key]})", "q × k"])
+                     .style.format("{:.4f}"),
+                     key=f"{key_prefix}explain_qk")
+        st.caption(f"Sum of the {e.d_k} products = {e.dot:.4f}; divided by √{e.d_k} = {e.scale:.4f}. "
+                   f"The raw-scores figure shows {e.captured_score:.4f}.")
+    with mask:
+        if e.visible:
+            st.markdown(f"Query {qi} **may attend** to key {kj}: the score stays {e.score:.4f}.")
+        else:
+            st.markdown(f"Query {qi} **may not attend** to key {kj} ({e.why.removeprefix('blocked — ')}): the "
+                        "masked score is **−∞**, so its weight is exactly 0.")
+        st.caption(f"Mask convention: True = may attend. This row sees {int(e.row_visible.sum())} of {n} keys.")
+    with soft:
+        if e.empty_row:
+            st.markdown(f"Query {qi} sees **no key at all**: softmax over nothing is undefined (−∞ everywhere gives "
+                        "NaN), so this app sets every weight of the row to exactly 0 and its context to 0.")
+        else:
+            st.latex(rf"w_{{{query},{key}}} = \frac{{e^{{s_{{{query},{key}}} - m}}}}{{\sum_j e^{{s_{{{query},j}} - m}}}}"
+                     rf" = \frac{{{e.exps[key]:.4f}}}{{{e.exp_sum:.4f}}} = {e.weight:.4f}, \quad m = {e.row_max:.4f}")
+            st.caption("m is the row's largest visible score. Subtracting it changes no weight (it cancels in the "
+                       "fraction) but keeps every exp ≤ 1, so nothing overflows.")
+        rows = pd.DataFrame({
+            "key": [f"{j}: {t}" for j, t in enumerate(tokens)],
+            "visible": e.row_visible,
+            "score": [_num(s) for s in e.row_scores],
+            "masked score": [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)],
+            "exp(score − m)": [f"{x:.4f}" for x in e.exps],
+            "weight": [f"{w:.4f}" for w in e.row_weights],
+        })
+        st.dataframe(rows, hide_index=True, key=f"{key_prefix}explain_row", height=min(320, 38 + 35 * n))
+        st.caption(f"Sum of exp = {e.exp_sum:.4f}; the weights add up to {e.row_weights.sum():.4f}. "
+                   f"The weights figure shows {e.captured_weight:.4f} for this cell.")
+    with ctx:
+        order = np.argsort(-e.row_weights)[:TOP_KEYS]
+        st.latex(rf"c_{{{query}}} = \sum_j w_{{{query},j}}\, v_j")
+        top = pd.DataFrame({"key": [f"{j}: {tokens[j]}" for j in order],
+                            "weight": [f"{e.row_weights[j]:.4f}" for j in order],
+                            "‖w·v‖ (size of its share)": [f"{np.linalg.norm(e.contributions[j]):.4f}" for j in order]})
+        st.dataframe(top, hide_index=True, key=f"{key_prefix}explain_top")
+        shown = min(8, e.d_k)
+        st.caption(f"Context of query {qi}, first {shown} of {e.d_k} numbers: "
+                   + ", ".join(f"{x:.4f}" for x in e.context[:shown])
+                   + (" …" if e.d_k > shown else "") + ". Same as the context figure's row.")
+    ok = "✓" if e.max_diff <= TOLERANCE else "✗"
+    st.caption(f"Every number above is recomputed from the captured Q, K and V. Largest difference from the captured "
+               f"scores, weights and context: {e.max_diff:.1e} {ok} (limit {TOLERANCE:.0e}).")
