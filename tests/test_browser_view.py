@@ -128,3 +128,25 @@ def test_a_link_opens_the_same_view(server, chromium):
     assert [f["meta"] for f in after] == [f["meta"] for f in before]
     assert [f["z"] for f in after] == [f["z"] for f in before]
     context.close()
+
+
+def test_clicking_a_cell_explains_it(server, chromium):
+    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": "the cat sat on the mat", "causal": 1}),
+                 1280, 1400)
+    n, query, key = 6, 4, 1
+    point = page.evaluate("""(i) => {
+        const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .find(d => d.layout && d.layout.meta && d.layout.meta.head !== undefined);
+        const r = d.querySelectorAll('.scatterlayer .point')[i].getBoundingClientRect();
+        return [r.left + r.width / 2, r.top + r.height / 2];
+    }""", query * n + key)
+    page.mouse.click(*point)
+    page.wait_for_function("() => location.search.includes('q=4') && location.search.includes('k=1')",
+                           timeout=60_000)
+    wait_idle(page)
+    panel = page.locator('[data-testid="stMarkdownContainer"], .katex').all_inner_texts()
+    assert any("s4,1" in t.replace(" ", "").replace("\n", "") or "s_{4,1}" in t for t in panel), panel[:20]
+    page.get_by_text("Explain this number").scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "explain_panel.png"))
+    page.close()

@@ -240,13 +240,15 @@ def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> N
     Clicking a heatmap cell does not reach Streamlit's ``on_select`` (streamlit #8760); a click on
     a scatter marker does (``clickmode="event+select"``). One marker per cell costs the browser
     time, so only small matrices get them (:data:`CELL_MARKERS_MAX`); the pickers always work.
+    ``customdata`` is a plain list: a 2-D typed array would reach Streamlit's selection event as
+    ``{"0": q, "1": k}`` objects rather than pairs.
     """
     n_rows, n_cols = values.shape
     qs, ks = np.divmod(np.arange(n_rows * n_cols), n_cols)
     flat = np.asarray(values, np.float64).ravel()
     text = ["masked" if not np.isfinite(v) else f"value {v:.4f}" for v in flat]
     fig.add_trace(go.Scatter(
-        x=[labels[k] for k in ks], y=[labels[q] for q in qs], customdata=np.stack([qs, ks], axis=1).astype(np.int16),
+        x=[labels[k] for k in ks], y=[labels[q] for q in qs], customdata=np.stack([qs, ks], axis=1).tolist(),
         text=text, mode="markers", name="cells",
         showlegend=False, marker=dict(size=max(8, min(30, 360 // max(n_rows, 1))), symbol="square", opacity=0),
         selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
