@@ -5,6 +5,7 @@ from ui import compute, head_view, state, views
 
 settings = state.current()
 st.title("Attention Explorer")
+settings = compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
 st.markdown(
     "Each token's new vector is a **weighted mix of all tokens**: a row is a query, a column a key, a row's "
     "weights add up to 1. **Try first:** turn on the **Causal mask** (sidebar), then change **n_heads**. "

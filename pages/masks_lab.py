@@ -4,13 +4,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from ui import compute, state
 from ui import lessons as L
-from ui import state
+from ui.labels import sentence_label
 from ui.markdown import plain
 
 PAGE = "masks_lab"
 settings = state.current()
 st.title("Masks lab")
+settings = compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
 L.prose(PAGE, "intro")
 if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
@@ -34,8 +36,8 @@ left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
 state.bind_url("masks_batch", "sentence", range(len(pair)), shorter)
 state.bind_url("masks_head", "head", range(settings.n_heads), 0)
-batch = left.radio("Sentence", range(len(pair)), horizontal=True, key="masks_batch",
-                   format_func=lambda b: plain(f"{b}: {' '.join(trace.tokens[b][:trace.lengths[b]])[:40]}"))
+batch = left.selectbox("Sentence", range(len(pair)), key="masks_batch",
+                       format_func=lambda b: sentence_label(b, " ".join(trace.tokens[b][:trace.lengths[b]])))
 head = right.selectbox("Head", range(settings.n_heads), key="masks_head",
                        help="Which head's scores to mask (the sidebar's n_heads sets how many there are).")
 tokens, length = trace.tokens[batch], trace.lengths[batch]
@@ -78,7 +80,7 @@ with tabs[1]:
         L.prose(PAGE, "conventions")
         state.bind_url("masks_empty_row", "row", range(n), 0)
         empty_row = st.selectbox("Query row whose every key we block (a row with no visible key)", range(n),
-                                 key="masks_empty_row", format_func=lambda i: plain(f"{i}: {tokens[i]}"))
+                                 key="masks_empty_row", format_func=lambda i: f"{i}: {tokens[i]}")
         conv = L.conventions(settings, batch, head, empty_row)
         cols = st.columns(3)
         shown = conv["mask"] | ~conv["ordinary"][:, None]  # ordinary rows: visible keys; the empty row: every cell
@@ -95,7 +97,7 @@ with tabs[1]:
         d = conv["diffs"]
         st.markdown(f"**Ordinary rows** (every row with a visible key) — max |seed 000 − seed 001| = `{d[('seed 000', 'seed 001')]:.3g}`, "
                     f"max |seed 000 − ours| = `{d[('seed 000', 'ours')]:.3g}`, max |seed 001 − ours| = `{d[('seed 001', 'ours')]:.3g}`.")
-        st.markdown(f"**Row {empty_row} ({tokens[empty_row]}), no visible key** — masked scores and weights as each recipe computes them:")
+        st.markdown(f"**Row {empty_row} ({plain(tokens[empty_row])}), no visible key** — masked scores and weights as each recipe computes them:")
         recipes = ("seed 000", "seed 001", "ours")
         table = pd.concat([L.text_table(np.stack([conv["masked"][r][empty_row] for r in recipes]),
                                         [f"{r} · masked score" for r in recipes], L.plain_labels(tokens), 3),
@@ -129,7 +131,7 @@ with tabs[2]:
             cols = st.columns(3)
             L.chart(L.mask_figure(pre["full"], k_cols, k_cols, "full sentence: square causal mask", section="prefix",
                                   align="full"), "masks_prefix_full", cols[2], "prefix_full")
-            cols[2].markdown(f"the answer: its last {n_new} row(s)")
+            cols[2].markdown("the answer: its last row" if n_new == 1 else f"the answer: its last {n_new} rows")
             for col, name, title in zip(cols, ("top-left", "bottom-right"),
                                         ("top-left: torch is_causal=True (tril)", "bottom-right: causal_mask(n_query, n_key)")):
                 L.chart(L.mask_figure(pre["masks"][name], q_rows, k_cols, title, section="prefix", align=name),

@@ -8,6 +8,7 @@ from transformer_core import figures
 from transformer_core.overview import overview_figure, picked_tile
 from transformer_core.pretrained import PretrainedUnavailable
 from ui import head_view, minilm, state, views
+from ui.labels import numbered, plural, sentence_label
 
 N_LAYERS, N_HEADS = 6, 12
 ss = st.session_state
@@ -59,7 +60,7 @@ state.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0)
 state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
 pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")
 batch = pick.selectbox("Sentence", range(len(sentences_shown)), key="minilm_batch",
-                       format_func=lambda b: f"{b}: {sentences_shown[b][:60]}",
+                       format_func=lambda b: sentence_label(b, sentences_shown[b], 60),
                        help="Which sentence of the batch to look at (one per line in the sidebar).")
 hide_col.toggle("Hide attention to special tokens", key="minilm_hide_special",
                 help="Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
@@ -86,19 +87,20 @@ if example:
 n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
 if n_pad and settings.padding:
-    st.caption(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask on**: their key columns are "
+    st.caption(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask on**: their key columns are "
                "blank (weight exactly 0), so real tokens attend only to real tokens. Turn it off in the sidebar to "
                "see what happens without it.")
 elif n_pad:
     top = stats.loc[stats["pad_share"].idxmax()]
-    st.warning(f"Sentence {batch} ends with {n_pad} [PAD] token(s). **Padding mask off**: MiniLM attends to them "
+    st.warning(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask off**: MiniLM attends to them "
                f"as if they were words. Real tokens give [PAD] {stats['pad_share'].mean():.1%} of their attention on "
                f"average over all 72 heads, up to {top['pad_share']:.1%} in layer {int(top['layer'])}, head "
                f"{int(top['head'])} (column “to [PAD]” below), so this sentence's outputs depend on the padding.",
                icon=":material/warning:")
 elif padded:
-    st.caption(f"Sentence {batch} is the longest and has no [PAD]; sentence(s) {', '.join(map(str, padded))} "
-               "are padded — pick one to see what the padding mask does.")
+    one = len(padded) == 1
+    st.caption(f"Sentence {batch} is the longest and has no [PAD]; {numbered('sentence', padded)} "
+               f"{'is' if one else 'are'} padded — pick {'it' if one else 'one'} to see what the padding mask does.")
 if hide_keys is not None:
     st.caption("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                "the missing part went to [CLS], [SEP] and [PAD].")

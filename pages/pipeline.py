@@ -7,18 +7,20 @@ import streamlit as st
 from transformer_core import figures
 from transformer_core.heads_figure import tiled_heads
 from ui import lessons as L
-from ui import state, views
+from ui import compute, state, views
+from ui.labels import plural
 
 PAGE = "pipeline"
 settings = state.current()
 st.title("Multi-head pipeline")
+settings = compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
 L.prose(PAGE, "intro")
 if not settings.sentences:
     st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
     st.stop()
 batch = 0
 if len(settings.sentences) > 1:
-    batch = views.sentence_radio("Sentence to follow", list(settings.sentences), key="pipeline_batch")
+    batch = views.sentence_picker("Sentence to follow", list(settings.sentences), key="pipeline_batch")
 h, d_model = settings.n_heads, settings.d_model
 data = L.walkthrough(settings, batch, h, settings.causal)
 s, tokens = data["steps"], data["tokens"]
@@ -137,7 +139,7 @@ with tabs[5]:
             runs[x]["weights"][0, 0][figures.informative_cells(runs[x]["mask"], "weights")] for x in "ab"]), "weights")
         for side, col in zip(("a", "b"), cols):
             L.chart(L.pattern_figure(runs[side]["weights"][0, 0], rows, rows,
-                                     f"{side.upper()}: head 0 weights ({chosen[side][0]} head(s), causal "
+                                     f"{side.upper()}: head 0 weights ({plural(chosen[side][0], 'head')}, causal "
                                      f"{'on' if chosen[side][1] else 'off'})", visible=runs[side]["mask"],
                                      zrange=shared, side=side),
                     f"pipeline_cmp_{side}", col, f"weights_{side}")

@@ -114,7 +114,7 @@ def test_gallery_panels_share_one_colour_range_across_the_three_masks(at):
 def test_masks_are_boolean_and_right(at):
     trace_tokens = at.dataframe[0].value  # token table: two sentences
     n = trace_tokens.shape[1]
-    length = int((trace_tokens.iloc[at.radio(key="masks_batch").value] != "[PAD]").sum())
+    length = int((trace_tokens.iloc[at.selectbox(key="masks_batch").value] != "[PAD]").sum())
     causal, padding, both = (z_of(by_meta(_gallery(at, k), kind="mask", section=k)[0])
                              for k in ("causal", "padding", "both"))
     for z in (causal, padding, both):
@@ -158,7 +158,7 @@ def test_float16_section_shows_the_real_behaviour(at):
 
 
 def test_prefix_alignment(at):
-    length = int((at.dataframe[0].value.iloc[at.radio(key="masks_batch").value] != "[PAD]").sum())
+    length = int((at.dataframe[0].value.iloc[at.selectbox(key="masks_batch").value] != "[PAD]").sum())
     open_tab(at, "Cached prefix")
     at.slider(key="masks_n_new").set_value(2).run()
     top_left = z_of(by_meta(at, kind="mask", section="prefix", align="top-left")[0])

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .trace import PATTERN_STAGES, Trace
+from .trace_schema import Limits, check_document
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,8 +92,9 @@ def _lists_to_array(name: str, entry: dict) -> np.ndarray:
     try:
         # NumPy parses the strings "-inf", "inf" and "nan" when narrowing to float.
         a = np.array(entry["data"], dtype=np.float32)
-    except ValueError as err:
-        raise ValueError(f"stage {name!r}: bad data ({err})") from None
+    except (ValueError, TypeError, OverflowError) as err:
+        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
+        raise ValueError(f"stage {name!r}: its data is not an array of numbers ({reason})") from None
     if a.size == 0:
         a = a.reshape(shape)
     if a.shape != shape:
@@ -100,30 +102,41 @@ def _lists_to_array(name: str, entry: dict) -> np.ndarray:
     return a
 
 
-def trace_from_json(text: str) -> Trace:
+def trace_from_json(text: str, *, limits: Limits = Limits(), required: tuple[str, ...] = ("weights",)) -> Trace:
     """Rebuild the :class:`Trace` written by :func:`trace_to_json` (float32 arrays, bit-identical).
 
+    The whole document is checked first (:func:`transformer_core.trace_schema.check_document`):
+    types, valid Unicode, shapes consistent with the tokens, ``limits``, and the attention
+    stages ``required`` of layer 0.
+
     Raises:
-        ValueError: not JSON, or not a trace document (message says what is wrong).
+        ValueError: not JSON, not a trace document, or an inconsistent one; the message says
+            what is wrong, in one line.
+
+    A leading UTF-8 byte-order mark (U+FEFF, as Notepad and other editors save) is skipped.
     """
+    text = text.removeprefix("\ufeff")
+    if len(text) > limits.chars:
+        raise ValueError(f"it has {len(text):,} characters; at most {limits.chars:,} can be read")
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"not JSON: {err}") from None
+    except ValueError as err:  # JSONDecodeError, or a number of more than 4300 digits
+        raise ValueError(f"not JSON: {str(err)[:160]}") from None
+    except RecursionError:
+        raise ValueError("not a trace: it is nested far too deeply (a trace is 7 levels deep)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        found = found[:80] if isinstance(found, str) else found if found is None else type(found).__name__
         raise ValueError(f"not a trace document: expected format {FORMAT!r}, found {found!r}")
-    try:
-        mask = None if doc["mask"] is None else np.array(doc["mask"], dtype=bool)
-        stages = {name: _lists_to_array(name, entry) for name, entry in doc["stages"].items()}
-        return Trace(
-            tokens=tuple(tuple(str(t) for t in row) for row in doc["tokens"]),
-            lengths=tuple(int(n) for n in doc["lengths"]),
-            truncated=tuple(bool(t) for t in doc["truncated"]),
-            mask=mask, stages=stages, settings=dict(doc.get("settings") or {}),
-        )
-    except KeyError as err:
-        raise ValueError(f"trace document is missing {err.args[0]!r}") from None
+    check_document(doc, limits, required)
+    mask = None if doc["mask"] is None else np.array(doc["mask"], dtype=bool)
+    stages = {name: _lists_to_array(name, entry) for name, entry in doc["stages"].items()}
+    return Trace(
+        tokens=tuple(tuple(row) for row in doc["tokens"]),
+        lengths=tuple(doc["lengths"]),
+        truncated=tuple(doc["truncated"]),
+        mask=mask, stages=stages, settings=dict(doc.get("settings") or {}),
+    )
 
 
 # ---------------------------------------------------------------- CSV

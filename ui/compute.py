@@ -5,6 +5,8 @@ its own small model from (config, seed), so no object is shared or hooked across
 """
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from transformer_core import EncoderConfig, Trace, run_toy
@@ -19,3 +21,31 @@ def toy_trace(settings: Settings, n_layers: int = 1, dropout: float = 0.0) -> Tr
                            n_layers=n_layers, dropout=dropout, seed=settings.seed)
     return run_toy(list(settings.sentences), config, tokenizer=settings.tokenizer, causal=settings.causal,
                    padding=settings.padding, max_tokens=MAX_TOKENS)
+
+
+def wordpiece_problem() -> str | None:
+    """Why MiniLM's WordPiece tokenizer cannot be loaded (package missing, ``tokenizer.json`` corrupt), or None.
+
+    Not cached: a fixed installation is picked up on the next run (a loaded tokenizer is cached
+    by :func:`transformer_core.tokenize.load_wordpiece` itself).
+    """
+    from transformer_core.pretrained import PretrainedUnavailable
+    from transformer_core.tokenize import load_wordpiece
+
+    try:
+        load_wordpiece()
+    except PretrainedUnavailable as err:
+        return str(err)
+    except Exception as err:  # noqa: BLE001 tokenizers raises a bare Exception for a corrupt file
+        return f"MiniLM tokenizer cannot be loaded: {str(err).strip() or type(err).__name__}"
+    return None
+
+
+def usable(settings: Settings) -> Settings:
+    """``settings`` as a page can run them: the word-level tokenizer, with a note, where WordPiece
+    was asked for and cannot be loaded. The sidebar keeps the learner's choice."""
+    if settings.tokenizer != "wordpiece" or (problem := wordpiece_problem()) is None:
+        return settings
+    st.warning(f"The BERT WordPiece tokenizer is not available (it comes with the trained model MiniLM-L6), so this "
+               f"page uses the word-level tokenizer: {problem}", icon=":material/block:")
+    return dataclasses.replace(settings, tokenizer="word")

@@ -16,6 +16,7 @@ from transformer_core.heads_figure import heads_figure, picked_head
 from transformer_core.trace import Trace
 
 from . import explain_panel
+from .labels import sentence_label
 from .state import bind_url
 from .views import FORMULAS, STAGE_HELP, shape_text
 
@@ -44,7 +45,7 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     if many:
         bind_url(batch_key, "sentence", range(len(sentences)), 0)
         batch = pickers.pop(0).selectbox("Sentence", range(len(sentences)), key=batch_key,
-                                         format_func=lambda b: f"{b}: {sentences[b][:30]}",
+                                         format_func=lambda b: sentence_label(b, sentences[b], 30),
                                          help="Which sentence of the batch to look at (one per line in the sidebar).")
     if n_layers > 1:
         bind_url(layer_key, "layer", range(n_layers), 0)

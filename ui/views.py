@@ -7,9 +7,11 @@ import streamlit as st
 
 from transformer_core import figures, serialize
 from transformer_core.trace import Trace
+from transformer_core.trace_schema import Limits
 
+from .labels import and_list, numbered, sentence_label
 from .markdown import plain
-from .state import bind_url
+from .state import MAX_HEADS, MAX_SENTENCES, MAX_TOKENS, bind_url
 
 FORMULAS = {
     "q": r"Q = X W_Q \;\text{(split into heads)}",
@@ -28,6 +30,8 @@ STAGE_HELP = {
     "q": "What each position is looking for.", "k": "What each position offers to be found by.",
     "v": "What each position passes on when attended to.",
 }
+UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEADS, numbers=12_000_000,
+                       chars=300_000_000)  # a 6 × 128-token, d_model 512 trace: ~10 M numbers, ~200 MB
 DIMS = {
     "q": ("batch", "head", "query_pos", "d_k"), "k": ("batch", "head", "key_pos", "d_k"),
     "v": ("batch", "head", "key_pos", "d_k"), "context": ("batch", "head", "query_pos", "d_k"),
@@ -42,13 +46,19 @@ def shape_text(stage: str, shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(f"{n}={s}" for n, s in zip(names, shape)) + "]"
 
 
+def token_frame(trace: Trace) -> pd.DataFrame:
+    """Tokens of every sentence, padding included: one row per sentence (text, never interpreted)."""
+    return pd.DataFrame(trace.tokens, index=[f"sentence {b}" for b in range(len(trace.tokens))])
+
+
 def token_table(trace: Trace) -> None:
-    """Tokens of every sentence, padding included, as a table (text is never interpreted as HTML)."""
-    frame = pd.DataFrame(trace.tokens, index=[f"sentence {b}" for b in range(len(trace.tokens))])
-    st.dataframe(frame, width="stretch")
+    """:func:`token_frame` as a table, and a note naming the sentences that were cut."""
+    st.dataframe(token_frame(trace), width="stretch")
     cut = [b for b, t in enumerate(trace.truncated) if t]
     if cut:
-        st.info(f"Sentence(s) {cut} were cut to {trace.settings.get('max_tokens')} tokens.", icon=":material/content_cut:")
+        sizes = and_list(sorted({trace.lengths[b] for b in cut}))
+        verb = "was" if len(cut) == 1 else "were"
+        st.info(f"{numbered('Sentence', cut)} {verb} cut to {sizes} tokens.", icon=":material/content_cut:")
 
 
 def stage_csv(trace: Trace, stage: str, *, batch: int, layer: int = 0, key_prefix: str = "") -> None:
@@ -78,11 +88,26 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
                        file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
 
 
+def read_upload(data: bytes, stages: tuple[str, ...]) -> tuple[Trace | None, str | None]:
+    """``(trace, None)`` for a trace JSON the app can show, else ``(None, why)``: never raises.
+
+    One validation step (:func:`transformer_core.serialize.trace_from_json` with the limits of
+    typed text: at most MAX_SENTENCES sentences of MAX_TOKENS tokens and MAX_HEADS heads)
+    checks every field, shape and string; layer 0 must hold ``stages``. ``why`` is one line of
+    plain text that may quote the file: show it through :func:`ui.markdown.plain`.
+    """
+    try:
+        return serialize.trace_from_json(data.decode("utf-8"), limits=UPLOAD_LIMITS, required=stages), None
+    except UnicodeDecodeError as err:
+        return None, f"it is not UTF-8 text (byte {err.start} cannot be read)"
+    except ValueError as err:
+        return None, str(err)
+
+
 def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> Trace | None:
     """A trace JSON the learner downloaded earlier and uploads again.
 
-    None if there is none, or if it cannot be shown (a note says why): it must hold ``stages``
-    of layer 0 with shapes that match its tokens.
+    None if there is none, or if it cannot be shown (a note says why, as plain text): see :func:`read_upload`.
     """
     if expander:
         with st.expander("Reopen a downloaded JSON trace"):
@@ -91,28 +116,18 @@ def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> 
         upload = st.file_uploader("Reopen a trace JSON saved from this app", type="json", key=key)
     if upload is None:
         return None
-    try:
-        trace = serialize.trace_from_json(upload.getvalue().decode("utf-8"))
-        n_batch, n_pos = len(trace.tokens), len(trace.tokens[0]) if trace.tokens else 0
-        if not n_batch or not n_pos or len(trace.lengths) != n_batch:
-            raise ValueError("it has no tokens")
-        for stage in stages:
-            shape = trace.stage(stage).shape
-            if shape[0] != n_batch or shape[2] != n_pos:
-                raise ValueError(f"stage {stage!r} has shape {list(shape)} for {n_batch}×{n_pos} tokens")
-        if trace.mask is not None and trace.mask.shape[-1] != n_pos:
-            raise ValueError(f"its mask has {trace.mask.shape[-1]} key positions for {n_pos} tokens")
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, UnicodeDecodeError) as err:
-        st.warning(plain(f"That file cannot be shown: {type(err).__name__}: {str(err)[:200]}"),
-                   icon=":material/warning:")
+    trace, problem = read_upload(upload.getvalue(), stages)
+    if trace is None:
+        st.warning(f"That file cannot be shown: {plain(problem)}", icon=":material/warning:")
         return None
     st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.",
             icon=":material/folder_open:")
     return trace
 
 
-def sentence_radio(label: str, sentences: list[str], key: str) -> int:
-    """Pick one sentence of the batch (``?sentence=`` in the URL); labels are its first 40 characters, as plain text."""
+def sentence_picker(label: str, sentences: list[str], key: str) -> int:
+    """Pick one sentence of the batch (``?sentence=`` in the URL); options are plain text (never Markdown),
+    each sentence cut at a word boundary."""
     bind_url(key, "sentence", range(len(sentences)), 0)
-    return st.radio(label, range(len(sentences)), horizontal=True, key=key,
-                    format_func=lambda b: plain(f"{b}: {sentences[b][:40]}"))
+    return st.selectbox(label, range(len(sentences)), key=key, width=420,
+                        format_func=lambda b: sentence_label(b, sentences[b]))

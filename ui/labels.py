@@ -1,0 +1,61 @@
+"""Short plain-English labels: sentences cut at a word boundary, plurals, lists of numbers.
+
+Pure text (no Markdown): for ``st.selectbox`` options, which Streamlit shows as plain text,
+use these as they are; inside a Markdown note, pass user text through :func:`ui.markdown.plain`.
+"""
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+
+ELLIPSIS = "…"
+# characters that belong to the one before them: a cut never falls just before one of these
+_JOINING = {"\u200d", "\u20e3"} | {chr(c) for c in range(0xFE00, 0xFE10)} | {chr(c) for c in range(0x1F3FB, 0x1F400)}
+
+
+def _attached(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is part of the character before it (a combining mark, ZWJ sequence, selector, skin tone)."""
+    return (unicodedata.category(text[i]).startswith("M") or text[i] in _JOINING
+            or text[i - 1] == "\u200d")
+
+
+def cut(text: str, width: int = 40) -> str:
+    """``text`` on one line, at most ``width`` characters: cut at the last word boundary that fits, plus "…".
+
+    ``cut("The road was muddy after the rain", 20)`` → ``"The road was muddy…"``. A single word
+    longer than ``width`` (or text with no spaces, such as Chinese) is cut inside, never between
+    a letter and its accents or inside an emoji sequence.
+    """
+    flat = " ".join(str(text).split())
+    if len(flat) <= width:
+        return flat
+    room = max(width - 1, 1)  # characters before the "…"
+    space = flat.rfind(" ", 0, room + 1)
+    if space > 0:
+        return flat[:space] + ELLIPSIS
+    end = room
+    while end > 1 and _attached(flat, end):
+        end -= 1
+    return flat[:end] + ELLIPSIS
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``plural(1, "token")`` → ``"1 token"``; ``plural(3, "token")`` → ``"3 tokens"``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def and_list(items: Iterable) -> str:
+    """``[0]`` → ``"0"``; ``[0, 2]`` → ``"0 and 2"``; ``[0, 1, 2]`` → ``"0, 1 and 2"``."""
+    words = [str(i) for i in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1] if words else ""
+
+
+def numbered(one: str, numbers: Iterable[int], many: str | None = None) -> str:
+    """``numbered("sentence", [1])`` → ``"sentence 1"``; ``[0, 2]`` → ``"sentences 0 and 2"``."""
+    numbers = list(numbers)
+    return f"{one if len(numbers) == 1 else (many or one + 's')} {and_list(numbers)}"
+
+
+def sentence_label(index: int, sentence: str, width: int = 40) -> str:
+    """A sentence picker's option: ``"1: The road was muddy…"`` (plain text, for ``st.selectbox``)."""
+    return f"{index}: {cut(sentence, width)}"
