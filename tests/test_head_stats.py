@@ -97,7 +97,28 @@ def test_row_stats_rejects_bad_shapes():
 
 
 def test_special_keys():
-    assert special_keys(("[CLS]", "a", "[SEP]", "[PAD]", "b")).tolist() == [True, False, True, True, False]
+    assert special_keys(("[CLS]", "a", "[SEP]", "[PAD]", "[PAD]")).tolist() == [True, False, True, True, True]
+    assert special_keys(("[CLS]", "a", "[SEP]", "[PAD]"), which=("[PAD]",)).tolist() == [False, False, False, True]
+
+
+def test_special_keys_count_positions_not_strings():
+    """Issue 11 item 4: only the tokenizer's own [CLS] (position 0), [SEP] (length − 1) and the
+    padding (from the length on) are special; the same strings elsewhere are not."""
+    tokens = ("[CLS]", "see", "[PAD]", "[SEP]", "here", "[SEP]", "[PAD]")
+    assert special_keys(tokens, length=6).tolist() == [True, False, False, False, False, True, True]
+    assert special_keys(tokens).tolist() == [True, False, False, False, False, True, True]  # length from the trailing [PAD]s
+    assert special_keys(("see", "[CLS]", "x"), length=3).tolist() == [False, False, False]
+
+
+def test_pad_share_ignores_a_pad_string_at_a_real_position():
+    tokens = ("[CLS]", "see", "[PAD]", "here", "[SEP]", "[PAD]")
+    w = np.zeros((1, 6, 6))
+    w[0, :5, 2] = 1.0  # every real query on the typed "[PAD]" at position 2
+    stats = pattern_stats(w, tokens, n_real=5)
+    assert stats["pad_share"][0] == 0 and stats["cls_share"][0] == 0 and stats["sep_share"][0] == 0
+    w[0, :5] = 0.0
+    w[0, :5, 5] = 1.0  # on the real padding position
+    assert pattern_stats(w, tokens, n_real=5)["pad_share"][0] == 1
 
 
 def test_head_stats_frame_has_one_row_per_layer_and_head():

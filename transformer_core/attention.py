@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .hooks import HookPoint
+from .masks import require_bool
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -39,10 +40,14 @@ def mask_scores(scores: torch.Tensor, mask: torch.Tensor | None, fill_value: flo
     """Put ``fill_value`` where ``mask`` is ``False`` (blocked). ``mask`` broadcasts to ``scores``.
 
     ``-inf`` (default, seed 000) removes a key exactly; ``-1e9`` (seed 001) nearly so.
+
+    Raises:
+        TypeError: ``mask`` is not ``torch.bool`` (an additive float mask would be inverted by
+            ``.bool()``; convert with :func:`transformer_core.masks.from_additive` & co.).
     """
-    if mask is None:
+    if require_bool(mask) is None:
         return scores
-    return scores.masked_fill(~mask.bool(), fill_value)
+    return scores.masked_fill(~mask, fill_value)
 
 
 def masked_softmax(masked_scores: torch.Tensor, mask: torch.Tensor | None, zero_empty_rows: bool = True) -> torch.Tensor:
@@ -51,11 +56,37 @@ def masked_softmax(masked_scores: torch.Tensor, mask: torch.Tensor | None, zero_
     A query row with no visible key gets weights of exactly 0 (so its context is 0)
     rather than NaN (what ``-inf`` fill gives) or uniform weights (what ``-1e9`` gives).
     Pass ``zero_empty_rows=False`` to see the raw softmax, as the seeds compute it.
+
+    Raises:
+        TypeError: ``mask`` is not ``torch.bool``.
     """
+    require_bool(mask)
     weights = torch.softmax(masked_scores.float(), dim=-1)
     if mask is not None and zero_empty_rows:
-        weights = weights.masked_fill(~mask.bool(), 0.0)  # also clears NaN of empty rows
+        weights = weights.masked_fill(~mask, 0.0)  # also clears NaN of empty rows
     return weights
+
+
+def dropout(x: torch.Tensor, p: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Inverted dropout (Srivastava et al., 2014) drawing from ``generator``: each element is kept
+    with probability ``1 − p`` and scaled by ``1/(1 − p)``; ``p = 0`` returns ``x``, ``p = 1`` zeros.
+
+    The same computation as ``nn.Dropout`` in training mode on the CPU (torch's ``_dropout_impl``:
+    ``empty_like(x).bernoulli_(1 − p) / (1 − p) * x``), so a generator seeded with ``s`` gives
+    the numbers ``nn.Dropout`` gives after ``torch.manual_seed(s)`` — without the global RNG.
+
+    Raises:
+        ValueError: ``p`` is not in [0, 1].
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    if p == 0.0:
+        return x
+    if p == 1.0:
+        return x * torch.zeros((), dtype=x.dtype)
+    noise = torch.empty_like(x).bernoulli_(1 - p, generator=generator)
+    noise.div_(1 - p)
+    return x * noise
 
 
 def scaled_dot_product_attention(
@@ -74,8 +105,10 @@ def scaled_dot_product_attention(
         q: ``[batch, head, query_pos, d_k]``.
         k: ``[batch, head, key_pos, d_k]``.
         v: ``[batch, head, key_pos, d_v]``.
-        mask: bool, broadcastable to ``[batch, head, query_pos, key_pos]``;
-            ``True`` = may attend. ``None`` = every key visible.
+        mask: ``torch.bool``, broadcastable to ``[batch, head, query_pos, key_pos]``;
+            ``True`` = may attend. ``None`` = every key visible. Unlike
+            ``F.scaled_dot_product_attention``, a float (additive) mask is refused, not added:
+            convert it with :func:`transformer_core.masks.from_additive`.
         fill_value: score put in blocked cells before softmax (``-inf``; seed 001 uses ``-1e9``).
         zero_empty_rows: a row with no visible key gets weights 0 (default) instead of
             the raw softmax (NaN with ``-inf``, uniform with ``-1e9``).
@@ -86,6 +119,7 @@ def scaled_dot_product_attention(
         weights ``[batch, head, query_pos, key_pos]`` (float32, before dropout).
 
     Raises:
+        TypeError: ``mask`` is not ``torch.bool`` (message names the dtype and the converters).
         RuntimeError: shapes do not broadcast (from ``torch.matmul``).
     """
     scores = attention_scores(q, k)
@@ -103,7 +137,9 @@ class MultiHeadAttention(nn.Module):
     Hook points (stage names for :func:`~transformer_core.hooks.capture`):
     ``q``, ``k``, ``v`` ``[batch, head, pos, d_k]``; ``scores`` (QKᵀ/√d_k, before
     masking), ``masked_scores``, ``weights`` (softmax) ``[batch, head, query_pos, key_pos]``;
-    ``dropped_weights`` (only in training mode with dropout > 0); ``context``
+    ``dropped_weights`` (only in training mode with dropout > 0; its draw, and the output
+    dropout's, come from the ``generator`` passed to ``forward``, else from the global RNG as
+    ``nn.Dropout``'s do); ``context``
     ``[batch, head, query_pos, d_k]``; ``concat`` and ``projected`` (W_O output)
     ``[batch, query_pos, d_model]``; ``output`` (after residual and LayerNorm).
 
@@ -135,14 +171,25 @@ class MultiHeadAttention(nn.Module):
         batch, pos, _ = x.shape
         return x.view(batch, pos, self.n_heads, self.d_k).transpose(1, 2)  # [batch, head, pos, d_k]
 
+    def _dropout(self, module: nn.Dropout, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        if generator is None or not self.training:
+            return module(x)
+        return dropout(x, module.p, generator)
+
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                mask: torch.Tensor | None = None, *,
+                generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Args: query ``[batch, query_pos, d_model]``; key, value ``[batch, key_pos, d_model]``;
-        mask bool broadcastable to ``[batch, head, query_pos, key_pos]``, ``True`` = may attend.
+        mask ``torch.bool`` broadcastable to ``[batch, head, query_pos, key_pos]``, ``True`` = may
+        attend; generator: where the training-mode dropout draws come from (:func:`dropout`).
 
         Returns ``(output [batch, query_pos, d_model], weights [batch, head, query_pos, key_pos])``;
         weights are per head, never averaged.
+
+        Raises:
+            TypeError: ``mask`` is not ``torch.bool`` (see :func:`transformer_core.masks.require_bool`).
         """
+        require_bool(mask)
         batch, n_query, _ = query.shape
         # 1. project and split into heads
         q = self.hook_q(self._split_heads(self.W_Q(query)))  # [batch, head, query_pos, d_k]
@@ -154,11 +201,11 @@ class MultiHeadAttention(nn.Module):
         weights = self.hook_weights(masked_softmax(masked, mask))
         used = weights
         if self.training and self.attn_dropout.p > 0:
-            used = self.hook_dropped_weights(self.attn_dropout(weights))
+            used = self.hook_dropped_weights(self._dropout(self.attn_dropout, weights, generator))
         context = self.hook_context(torch.matmul(used, v.float()).to(v.dtype))  # [batch, head, query_pos, d_k]
         # 3. concatenate heads and project with W_O
         concat = self.hook_concat(context.transpose(1, 2).reshape(batch, n_query, self.d_model))  # [batch, query_pos, d_model]
         projected = self.hook_projected(self.W_O(concat))
         # 4. residual + LayerNorm (post-LN)
-        output = self.hook_output(self.norm(query + self.dropout(projected)))
+        output = self.hook_output(self.norm(query + self._dropout(self.dropout, projected, generator)))
         return output, weights

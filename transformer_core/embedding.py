@@ -1,7 +1,8 @@
 """Token embeddings for the toy model and sinusoidal positional encoding.
 
-Token vectors are seeded by (seed, token text): the same token gets the same vector in
-every sentence and every run, with no vocabulary to build. Positional encoding follows
+Token vectors are seeded by (seed, token text in NFC): the same token gets the same vector in
+every sentence and every run, with no vocabulary to build, and canonically equivalent spellings
+(``"café"`` precomposed or ``"cafe\\u0301"``) get the same vector. Positional encoding follows
 "Attention Is All You Need" §3.5:
 ``PE[pos, 2i] = sin(pos / 10000^(2i/d_model))``, ``PE[pos, 2i+1] = cos(...)``.
 Shape legend: batch, pos, d_model.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import unicodedata
 
 import torch
 
@@ -17,9 +19,11 @@ from .tokenize import PAD
 
 
 def token_vector(token: str, d_model: int, seed: int) -> torch.Tensor:
-    """A fixed N(0, 1) vector ``[d_model]`` for ``token`` (zeros for ``[PAD]``)."""
+    """A fixed N(0, 1) vector ``[d_model]`` for ``token`` (zeros for ``[PAD]``), from a local
+    ``torch.Generator`` seeded by SHA-256 of ``seed`` and the NFC form of ``token`` (UAX #15)."""
     if token == PAD:
         return torch.zeros(d_model)
+    token = unicodedata.normalize("NFC", token)
     digest = hashlib.sha256(f"{seed}\x00{token}".encode("utf-8")).digest()
     generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
     return torch.randn(d_model, generator=generator)

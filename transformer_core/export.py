@@ -35,6 +35,7 @@ import plotly.graph_objects as go
 
 from . import figures, serialize
 from .config import EncoderConfig
+from .tokenize import normalize_text
 from .trace import Trace, run_toy
 
 PROG = "python -m transformer_core.export"
@@ -102,10 +103,14 @@ def build_trace(args: argparse.Namespace) -> Trace:
 def split_text(texts: list[str] | None) -> list[str]:
     """``--text`` values → sentences: each value may hold several lines; blank lines are dropped.
 
+    Each value goes through :func:`~transformer_core.tokenize.normalize_text` first, as in the
+    app: NFC, control characters as control pictures (``"\\x00"`` → ``"␀"``; so every SVG is
+    well-formed XML); then line breaks (LF, CR, U+2028, U+2029) split the sentences.
+
     Raises:
         UsageError: nothing but white space.
     """
-    sentences = [line.strip() for text in (texts or []) for line in text.splitlines()]
+    sentences = [line.strip() for text in (texts or []) for line in normalize_text(text).splitlines()]
     sentences = [s for s in sentences if s]
     if not sentences:
         raise UsageError("empty text: pass at least one sentence, e.g. --text \"the cat sat on the mat\"")

@@ -23,7 +23,7 @@ from . import masks
 from .attention import MultiHeadAttention, mask_scores, masked_softmax, scaled_dot_product_attention
 from .config import EncoderConfig
 from .embedding import embed_tokens
-from .encoder import Encoder
+from .encoder import Encoder, build_seeded
 from .feed_forward import PositionwiseFeedForward
 from .hooks import capture
 
@@ -89,12 +89,12 @@ def half_module_runs(d_model: int, n_heads: int, n_pos: int, fill_value: float =
     """Run a float16 :class:`MultiHeadAttention` with ``fill_value`` and a causal mask.
 
     Ours computes the scores in float32 (:func:`attention_scores`), so a -1e9 fill fits.
+    The module's weights and then ``x`` are drawn from a local generator seeded with ``seed``.
     Returns ``(ok, what happened)``.
     """
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        mha = MultiHeadAttention(d_model, n_heads, fill_value=fill_value).half().eval()
-        x = torch.randn(1, n_pos, d_model).half()
+    generator = torch.Generator().manual_seed(seed)
+    mha = build_seeded(lambda: MultiHeadAttention(d_model, n_heads, fill_value=fill_value), generator).half().eval()
+    x = torch.randn(1, n_pos, d_model, generator=generator).half()  # [batch, pos, d_model]
     try:
         with torch.no_grad(), capture(mha) as stages:
             out, _ = mha(x, x, x, masks.causal_mask(n_pos))
@@ -147,15 +147,16 @@ def attention_dropout(x: torch.Tensor, mask: torch.Tensor | None, config: Encode
 
     In training mode the ``dropped_weights`` stage is captured; in eval mode dropout is the
     identity and ``dropped_weights`` is what the module's own dropout returns (the weights).
-    The dropout draw is seeded by ``dropout_seed``.
+    The dropout draws come from a local ``torch.Generator`` seeded with ``dropout_seed`` (never
+    the global RNG), so the same arguments give bit-identical numbers in any thread.
 
     Returns stages ``weights`` and ``dropped_weights`` ``[batch, head, query_pos, key_pos]``.
     """
     mha = Encoder(config).layers[0].attention
     mha.train(training)
-    with torch.no_grad(), torch.random.fork_rng(devices=[]), capture(mha) as stages:
-        torch.manual_seed(dropout_seed)
-        mha(x, x, x, mask)
+    generator = torch.Generator().manual_seed(dropout_seed)
+    with torch.no_grad(), capture(mha) as stages:
+        mha(x, x, x, mask, generator=generator)
         if "dropped_weights" not in stages:  # eval mode (or p = 0): what the module's dropout does
             stages["dropped_weights"] = mha.attn_dropout(stages["weights"])
     return {"weights": stages["weights"], "dropped_weights": stages["dropped_weights"]}
@@ -167,8 +168,10 @@ def count_parameters(module: nn.Module) -> int:
 
 
 def attention_parameter_counts(d_model: int, head_counts: list[int]) -> dict[int, int]:
-    """``{n_heads: parameters of MultiHeadAttention(d_model, n_heads)}``, each counted on a built module."""
-    return {h: count_parameters(MultiHeadAttention(d_model, h)) for h in head_counts}
+    """``{n_heads: parameters of MultiHeadAttention(d_model, n_heads)}``, each counted on a module built
+    on the ``meta`` device (shapes only: no memory, no random draw)."""
+    with torch.device("meta"):
+        return {h: count_parameters(MultiHeadAttention(d_model, h)) for h in head_counts}
 
 
 def conv1d_twin(ff: PositionwiseFeedForward) -> tuple[nn.Conv1d, nn.Conv1d]:

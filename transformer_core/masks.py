@@ -10,6 +10,12 @@ The opposite conventions, and where they come from:
   Convert with :func:`from_true_blocked` / :func:`to_true_blocked`.
 * Seed ``000`` (``scores.masked_fill(mask == 0, -inf)``): ``0`` = blocked, anything
   else = may attend. Convert with :func:`from_zero_blocked` / :func:`to_zero_blocked`.
+* An additive float mask (``0`` = may attend, ``-inf`` = blocked, added to the scores), which
+  ``F.scaled_dot_product_attention`` also accepts. Convert with :func:`from_additive`.
+
+Every function that takes a mask in our convention (the attention functions and modules too)
+takes only ``torch.bool`` and raises ``TypeError`` for any other dtype (:func:`require_bool`):
+``.bool()`` on an additive mask would silently invert it (0 → blocked, -inf → may attend).
 
 Shape legend: batch, head, query_pos, key_pos. Every mask here broadcasts to
 ``[batch, head, query_pos, key_pos]``.
@@ -19,6 +25,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+
+# An additive mask value at or below this blocks the key: exp(-1e4) is 0 in float32 and float16.
+ADDITIVE_BLOCKED = -1e4
+
+
+def require_bool(mask: torch.Tensor | None, name: str = "mask") -> torch.Tensor | None:
+    """Return ``mask`` if it is ``None`` or a ``torch.bool`` tensor in our convention.
+
+    Raises:
+        TypeError: any other dtype or type; the message names it and the converter to use.
+    """
+    if mask is None or (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool):
+        return mask
+    found = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else f"type {type(mask).__name__}"
+    raise TypeError(
+        f"{name} must be a torch.bool tensor with True = may attend, got {found}. Convert it with "
+        "transformer_core.masks: from_additive(mask) for an additive float mask (0 = attend, -inf = blocked, "
+        "as F.scaled_dot_product_attention adds it), from_zero_blocked(mask) for 0 = blocked (seed 000), "
+        "from_true_blocked(mask) for True = blocked (nn.MultiheadAttention, seed 001)")
 
 
 def causal_mask(n_query: int, n_key: int | None = None, *, device=None) -> torch.Tensor:
@@ -72,8 +97,12 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
 
 
 def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
-    """Logical AND of masks in our convention (``None`` means "no mask"); broadcasts."""
-    present = [m for m in masks if m is not None]
+    """Logical AND of masks in our convention (``None`` means "no mask"); broadcasts.
+
+    Raises:
+        TypeError: a mask is not ``torch.bool``.
+    """
+    present = [require_bool(m) for m in masks if m is not None]
     if not present:
         return None
     out = present[0]
@@ -88,8 +117,8 @@ def from_true_blocked(mask: torch.Tensor) -> torch.Tensor:
 
 
 def to_true_blocked(mask: torch.Tensor) -> torch.Tensor:
-    """Convert our mask to ``True`` = blocked (seed 001, ``nn.MultiheadAttention``)."""
-    return ~mask.bool()
+    """Convert our (bool) mask to ``True`` = blocked (seed 001, ``nn.MultiheadAttention``)."""
+    return ~require_bool(mask)
 
 
 def from_zero_blocked(mask: torch.Tensor) -> torch.Tensor:
@@ -98,12 +127,38 @@ def from_zero_blocked(mask: torch.Tensor) -> torch.Tensor:
 
 
 def to_zero_blocked(mask: torch.Tensor) -> torch.Tensor:
-    """Convert our mask to seed 000's convention: an int tensor, ``0`` = blocked, ``1`` = may attend."""
-    return mask.bool().long()
+    """Convert our (bool) mask to seed 000's convention: an int tensor, ``0`` = blocked, ``1`` = may attend."""
+    return require_bool(mask).long()
+
+
+def from_additive(mask: torch.Tensor) -> torch.Tensor:
+    """Convert an additive float mask (added to the scores, as ``F.scaled_dot_product_attention``
+    reads a float ``attn_mask``) to ours: ``0`` → ``True`` (may attend); ``-inf`` or any value
+    ``≤`` :data:`ADDITIVE_BLOCKED` (-1e4; e.g. seed 001's -1e9, ``torch.finfo(dtype).min``) →
+    ``False`` (blocked).
+
+    Raises:
+        TypeError: ``mask`` is not a floating-point tensor.
+        ValueError: a value is neither 0 nor ≤ -1e4 (a finite bias such as ALiBi's is not a
+            yes/no mask: add it to the scores instead), or NaN.
+    """
+    if not isinstance(mask, torch.Tensor) or not mask.is_floating_point():
+        found = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else f"type {type(mask).__name__}"
+        raise TypeError(f"from_additive takes a floating-point mask, got {found}")
+    attend, blocked = mask == 0, mask <= ADDITIVE_BLOCKED
+    if not bool((attend | blocked).all()):
+        bad = mask[~(attend | blocked)].unique()[:5].tolist()
+        raise ValueError(f"an additive mask holds 0 (may attend) or -inf / values <= {ADDITIVE_BLOCKED:g} "
+                         f"(blocked); found {bad}: a finite bias is not a yes/no mask")
+    return attend
 
 
 def rows_without_visible_key(mask: torch.Tensor | None) -> torch.Tensor | None:
-    """Query rows where every key is blocked: bool ``[..., query_pos]`` (``None`` if no mask)."""
+    """Query rows where every key is blocked: bool ``[..., query_pos]`` (``None`` if no mask).
+
+    Raises:
+        TypeError: ``mask`` is not ``torch.bool``.
+    """
     if mask is None:
         return None
-    return ~mask.bool().any(dim=-1)
+    return ~require_bool(mask).any(dim=-1)

@@ -10,7 +10,7 @@ import torch
 
 from .hooks import capture
 from .pretrained import MAX_POSITIONS, MINILM_CONFIG, load_minilm
-from .tokenize import PAD, TokenBatch
+from .tokenize import PAD, TokenBatch, wordpiece_encode
 from .trace import Trace, build_mask
 
 
@@ -18,7 +18,10 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
                only: Callable[[str], bool] | None = None) -> Trace:
     """Run MiniLM-L6 on ``sentences`` and capture every stage of all 6 layers.
 
-    Each sentence becomes WordPiece tokens ``[CLS] … [SEP]``; one longer than
+    Each sentence goes through :func:`~transformer_core.tokenize.normalize_text` (NFC, control
+    characters shown as control pictures) and becomes WordPiece tokens ``[CLS] … [SEP]``;
+    typed text that spells a special token (``"[PAD]"``, ``"[CLS]"`` …) is ordinary text
+    (``[``, ``pad``, ``]``), so the only special ids are the model's own. One longer than
     ``max_tokens`` is cut to ``max_tokens`` tokens with ``[SEP]`` kept last
     (``truncated[b]`` is True). The batch is padded with ``[PAD]`` (id 0) up to its longest
     sentence only. An empty sentence in a batch with others is ``[CLS] [SEP]``.
@@ -40,7 +43,7 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
                          f"([CLS] and [SEP] included), got {max_tokens!r}")
     sentences = list(sentences)
     model, tokenizer = load_minilm()
-    encodings = tokenizer.encode_batch(sentences, add_special_tokens=True) if sentences else []
+    encodings = wordpiece_encode(sentences) if sentences else []
     if not any(len(e.ids) > sum(e.special_tokens_mask) for e in encodings):
         raise ValueError("no tokens: type at least one word")
 

@@ -27,11 +27,12 @@ SHORT_LIMIT = 10  # tokens ([CLS] and [SEP] included); up to this, the long exam
 
 
 def _token_count(sentence: str) -> int:
-    """WordPiece tokens of ``sentence`` with [CLS] and [SEP] (words + 2 if the tokenizer is missing)."""
+    """WordPiece tokens of ``sentence`` with [CLS] and [SEP], tokenized exactly as ``run_minilm`` does
+    (:func:`~transformer_core.tokenize.wordpiece_tokenize`; words + 2 if the tokenizer is missing)."""
     try:
-        from transformer_core.tokenize import load_wordpiece
+        from transformer_core.tokenize import wordpiece_tokenize
 
-        return len(load_wordpiece().encode(sentence, add_special_tokens=True).ids)
+        return len(wordpiece_tokenize(sentence))
     except Exception:  # the page reports a missing MiniLM itself, from the compute
         return len(sentence.split()) + 2
 

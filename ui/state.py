@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from transformer_core.config import divisors
+from transformer_core.tokenize import cut_graphemes, normalize_text, visible_controls
 
 from .markdown import plain
 
@@ -54,11 +55,22 @@ def head_choices(d_model: int) -> list[int]:
 
 
 def split_sentences(text: str) -> tuple[tuple[str, ...], list[str]]:
-    """Non-blank lines as sentences (at most MAX_SENTENCES) and notes about what was cut."""
+    """Non-blank lines as sentences (at most MAX_SENTENCES) and notes about what was changed or cut.
+
+    The text entrance of every page: the text goes through
+    :func:`transformer_core.tokenize.normalize_text` first (NFC; control characters shown as
+    control pictures ␀ ␁ ␛, with a note), so labels, pickers and both models see the same text.
+    A text longer than MAX_CHARS is cut between two user-perceived characters.
+    """
     notes = []
+    controls = visible_controls(text)
+    text = normalize_text(text)
+    if controls:
+        notes.append(f"Control characters in the text are shown as {' '.join(controls)} "
+                     "(Unicode control pictures).")
     if len(text) > MAX_CHARS:
         notes.append(f"Text cut to its first {MAX_CHARS} characters.")
-        text = text[:MAX_CHARS]
+        text = cut_graphemes(text, MAX_CHARS)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > MAX_SENTENCES:
         notes.append(f"Only the first {MAX_SENTENCES} of {len(lines)} lines are used.")
