@@ -168,6 +168,19 @@ def test_minilm_statistics_of_typed_pad_stay_zero_under_the_padding_mask():
     assert (stats["cls_share"] > 0).all() and (stats["sep_share"] > 0).all()
 
 
+@needs_minilm
+def test_minilm_page_with_typed_pad_in_the_url():
+    """The page the issue opened: ``/minilm?text=see [PAD] here&padding=1`` (AppTest)."""
+    from apptest_utils import focus
+    from test_page_minilm import open_page, stats_table, tokens_of
+
+    at = open_page(text="see [PAD] here", padding="1")
+    assert not at.error
+    tokens = tokens_of(focus(at))
+    assert tokens[:7] == ["[CLS]", "see", "[", "pad", "]", "here", "[SEP]"]
+    assert stats_table(at)["pad_share"].max() == 0  # was 64.6 % when the typed [PAD] became id 0
+
+
 # ------------------------------------------------------------------ item 6: BOM
 
 def test_trace_json_with_a_utf8_bom_opens():
