@@ -267,7 +267,7 @@ BAD = [
     (["--text", "the cat", "--out", "plot.txt"], "cannot tell the format", 2),
     (["--text", "the cat", "--format", "svg", "--out", "plot.png"], "contradicts", 2),
     (["--text", "the cat", "--d-model", "many"], "invalid int value", 2),
-    (["--text", "the cat", "--width", "0", "--format", "html"], "must be positive", 2),
+    (["--text", "the cat", "--width", "0", "--format", "html"], "0 is outside 16..4,096", 2),
     (["--text", "the cat", "--model", "gpt"], "invalid choice", 2),
     (["--text", "the cat", "--model", "minilm", "--n-heads", "4"], "only to --model toy", 2),
     (["--text", "the cat", "--format", "csv", "--out", "{missing}/x.csv"], "does not exist", 1),

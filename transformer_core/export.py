@@ -15,8 +15,10 @@ HTML, heads stacked in CSV. JSON always holds the whole trace (every stage, ever
 PNG/SVG need Chromium (Debian ``chromium``, found on ``PATH`` or via ``BROWSER_PATH``);
 HTML, CSV and JSON do not.
 
-Exit codes: 0 written; 1 could not write or render (no Chromium, unwritable path, MiniLM
-missing); 2 bad arguments. Errors are one line on stderr, never a traceback.
+Exit codes: 0 written; 1 could not write or render (no Chromium, unwritable path, MiniLM or
+its WordPiece tokenizer missing); 2 bad arguments, including sizes beyond :data:`LIMITS` and
+work beyond :data:`MAX_NUMBERS` (both checked before the model runs). Errors are one line on
+stderr, never a traceback.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import os
 import shutil
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -46,6 +48,17 @@ IMAGE_FORMATS = ("png", "svg")
 SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
 TOY_DEFAULTS = {"d_model": 64, "n_heads": 8, "n_layers": 1, "seed": 0, "tokenizer": "word", "max_tokens": 64}
 MINILM_MAX_TOKENS = 128
+# Sizes a run may ask for, stated in --help and checked while the arguments are parsed.
+LIMITS = {"d_model": (1, 1024), "n_heads": (1, 64), "n_layers": (1, 12), "seed": (0, 2**31 - 1),
+          "max_tokens": (1, 512), "width": (16, 4096), "height": (16, 4096)}
+MAX_SCALE = 4.0  # PNG pixel multiplier
+MAX_PIXELS = 8192  # an image side after --scale
+MAX_SENTENCES = 64
+# Numbers a run may capture (every stage of every layer, float32: 4 bytes each), checked on the
+# tokenized text before the model runs: layers × sentences × (3 × heads × tokens² + 12 × tokens ×
+# d_model) + sentences × tokens × d_model (exact for the toy encoder and MiniLM, d_ff = 4 d_model).
+MAX_NUMBERS = 100_000_000
+MAX_JSON_NUMBERS = 25_000_000  # --format json writes every one as text (~20 characters each)
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 
@@ -74,6 +87,67 @@ def run_minilm_trace(sentences: list[str], *, padding: bool = True, max_tokens: 
         return run_minilm(sentences, padding=padding, max_tokens=max_tokens)
     except RuntimeError as err:  # pretrained.PretrainedUnavailable and friends
         raise ExportError(f"MiniLM export failed: {err}") from None
+
+
+def wordpiece_lengths(sentences: list[str]) -> list[int]:
+    """WordPiece tokens of each sentence, ``[CLS]`` and ``[SEP]`` included.
+
+    Raises:
+        ExportError: MiniLM's tokenizer is missing or corrupt (the message says so and what to do).
+    """
+    from .tokenize import wordpiece_tokenize
+
+    try:
+        return [len(wordpiece_tokenize(s)) for s in sentences]
+    except Exception as err:  # noqa: BLE001 PretrainedUnavailable, or tokenizers' bare Exception for a corrupt file
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ExportError(f"the BERT WordPiece tokenizer is not available (it comes with the trained model "
+                          f"MiniLM-L6): {detail}; use --tokenizer word") from None
+
+
+def check_image_size(width: int, height: int, scale: float) -> None:
+    """Raises UsageError unless width and height are positive, scale is in (0, MAX_SCALE] and no
+    side exceeds MAX_PIXELS after scaling (NaN and inf are refused too)."""
+    if width <= 0 or height <= 0 or not 0 < scale <= MAX_SCALE:
+        raise UsageError(f"--width and --height must be positive and --scale in (0, {MAX_SCALE:g}], "
+                         f"got {width}×{height} × {scale}")
+    if max(width, height) * scale > MAX_PIXELS:
+        raise UsageError(f"the image would be {width * scale:.0f}×{height * scale:.0f} px; "
+                         f"at most {MAX_PIXELS} px a side")
+
+
+def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png") -> None:
+    """Refuse a run that would capture more than :data:`MAX_NUMBERS` numbers (:data:`MAX_JSON_NUMBERS`
+    for JSON), before it starts.
+
+    Raises:
+        UsageError: too many sentences or numbers (the message names the sizes to lower).
+        ExportError: ``wordpiece`` asked for and unavailable.
+    """
+    if len(sentences) > MAX_SENTENCES:
+        raise UsageError(f"{len(sentences)} sentences; at most {MAX_SENTENCES} per export")
+    if args.model == "minilm":
+        n_layers, n_heads, d_model, cap = 6, 12, 384, args.max_tokens or MINILM_MAX_TOKENS
+        if cap < 2:
+            raise UsageError("--max-tokens must be at least 2 for MiniLM ([CLS] and [SEP])")
+        counts = [min(n, cap) for n in wordpiece_lengths(sentences)]
+    else:
+        opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
+        n_layers, n_heads, d_model, cap = opt["n_layers"], opt["n_heads"], opt["d_model"], opt["max_tokens"]
+        if opt["tokenizer"] == "wordpiece":
+            counts = [min(n, cap) for n in wordpiece_lengths(sentences)]
+        else:
+            from .tokenize import word_tokenize
+
+            counts = [min(len(word_tokenize(s)), cap) for s in sentences]
+    n, b = max(counts, default=0), len(sentences)
+    numbers = n_layers * b * (3 * n_heads * n * n + 12 * n * d_model) + b * n * d_model
+    limit = MAX_JSON_NUMBERS if fmt == "json" else MAX_NUMBERS
+    if numbers > limit:
+        raise UsageError(f"this run would capture {numbers:,} numbers ({b} sentence{'s' * (b != 1)} × {n} tokens, "
+                         f"{n_layers} layer{'s' * (n_layers != 1)}, {n_heads} heads, d_model {d_model}); at most "
+                         f"{limit:,}{' for JSON' if fmt == 'json' else ''}: use fewer or shorter sentences, a lower "
+                         "--max-tokens, fewer layers or heads, or a smaller --d-model")
 
 
 def build_trace(args: argparse.Namespace) -> Trace:
@@ -354,8 +428,7 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
         raise UsageError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    if width <= 0 or height <= 0 or not scale > 0:
-        raise UsageError(f"--width, --height and --scale must be positive, got {width}×{height} × {scale}")
+    check_image_size(width, height, scale)
     check_selection(trace, stage, batch, layer, head)
     tokens = trace.tokens[batch][: trace.lengths[batch]]
     if fmt == "json":
@@ -386,6 +459,38 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
 
 # ---------------------------------------------------------------- command line
 
+def _bounded(name: str) -> Callable[[str], int]:
+    """argparse ``type`` for a whole number within ``LIMITS[name]`` (the message states the range)."""
+    low, high = LIMITS[name]
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high:,}")
+        return value
+
+    return parse
+
+
+def _scale(text: str) -> float:
+    """argparse ``type`` for ``--scale``: a finite number in (0, MAX_SCALE]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not 0 < value <= MAX_SCALE:  # NaN and inf fail here too
+        raise argparse.ArgumentTypeError(f"{text} is not a number in (0, {MAX_SCALE:g}]")
+    return value
+
+
+def _range(name: str) -> str:
+    low, high = LIMITS[name]
+    return f"{low}–{high:,}"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, no usage dump; main() prints it
         raise UsageError(message)
@@ -397,38 +502,56 @@ def build_parser() -> argparse.ArgumentParser:
                     f'{PROG} --text "the cat sat on the mat" --stage weights --head 3 --causal',
                     f'{PROG} --text "the cat saw the cat" --stage masked_scores --causal --format csv',
                     f'{PROG} --model minilm --text "the bank of the river" --layer 5 --out bank.svg',
-                ]), formatter_class=argparse.RawDescriptionHelpFormatter)
+                ]) + "\n\nLimits, checked before the model runs (exit 2 beyond them):\n  "
+                + "\n  ".join([
+                    f"d_model {_range('d_model')}, n_heads {_range('n_heads')}, n_layers {_range('n_layers')}, "
+                    f"seed {_range('seed')}, max_tokens {_range('max_tokens')}, at most {MAX_SENTENCES} sentences",
+                    f"at most {MAX_NUMBERS:,} captured numbers (~{MAX_NUMBERS * 4 // 10**6} MB; "
+                    f"{MAX_JSON_NUMBERS:,} for --format json): "
+                    "layers × sentences × (3 × heads × tokens² + 12 × tokens × d_model)",
+                    f"images {_range('width')} px a side, --scale up to {MAX_SCALE:g}, "
+                    f"at most {MAX_PIXELS} px a side after scaling"]),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--text", action="append", metavar="TEXT",
                    help="a sentence; repeat it, or put one sentence per line, to make a batch")
     p.add_argument("--model", choices=("toy", "minilm"), default="toy", help="toy random-weight encoder or MiniLM-L6")
-    p.add_argument("--d-model", type=int, help="toy: width of every token vector (default 64)")
-    p.add_argument("--n-heads", type=int, help="toy: attention heads, must divide --d-model (default 8)")
-    p.add_argument("--n-layers", type=int, help="toy: encoder layers (default 1)")
-    p.add_argument("--seed", type=int, help="toy: seed of the random weights and embeddings (default 0)")
+    p.add_argument("--d-model", type=_bounded("d_model"),
+                   help=f"toy: width of every token vector, {_range('d_model')} (default 64)")
+    p.add_argument("--n-heads", type=_bounded("n_heads"),
+                   help=f"toy: attention heads, {_range('n_heads')}, must divide --d-model (default 8)")
+    p.add_argument("--n-layers", type=_bounded("n_layers"), help=f"toy: encoder layers, {_range('n_layers')} (default 1)")
+    p.add_argument("--seed", type=_bounded("seed"),
+                   help=f"toy: seed of the random weights and embeddings, {_range('seed')} (default 0)")
     p.add_argument("--tokenizer", choices=("word", "wordpiece"), help="toy: tokenizer (default word)")
     p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=False,
                    help="toy: causal mask, each position sees only itself and earlier ones (default off)")
     p.add_argument("--padding", action=argparse.BooleanOptionalAction, default=True,
                    help="padding mask, so no one attends to [PAD] (default on)")
-    p.add_argument("--max-tokens", type=int, help="cut each sentence to this many tokens (toy 64, MiniLM 128)")
+    p.add_argument("--max-tokens", type=_bounded("max_tokens"),
+                   help=f"cut each sentence to this many tokens, {_range('max_tokens')} (default: toy 64, MiniLM 128)")
     p.add_argument("--layer", type=int, default=0, help="encoder layer (default 0)")
     p.add_argument("--head", type=int, help="attention head (default: all heads)")
     p.add_argument("--stage", choices=STAGES, default="weights", help="which matrix (default weights)")
     p.add_argument("--batch", type=int, default=0, help="which sentence of the batch (default 0)")
     p.add_argument("--format", choices=FORMATS, help="output format (default: from --out's extension, else png)")
     p.add_argument("--out", metavar="PATH", help="output file or folder (default: a name like weights_L0_H3_the-cat-sat.png)")
-    p.add_argument("--width", type=int, default=SLIDE_WIDTH, help=f"image width in px (default {SLIDE_WIDTH})")
-    p.add_argument("--height", type=int, default=SLIDE_HEIGHT, help=f"image height in px (default {SLIDE_HEIGHT})")
-    p.add_argument("--scale", type=float, default=1.0, help="PNG pixel multiplier, e.g. 2 for retina (default 1)")
+    p.add_argument("--width", type=_bounded("width"), default=SLIDE_WIDTH,
+                   help=f"image width in px, {_range('width')} (default {SLIDE_WIDTH})")
+    p.add_argument("--height", type=_bounded("height"), default=SLIDE_HEIGHT,
+                   help=f"image height in px, {_range('height')} (default {SLIDE_HEIGHT})")
+    p.add_argument("--scale", type=_scale, default=1.0,
+                   help=f"PNG pixel multiplier, e.g. 2 for retina; a number in (0, {MAX_SCALE:g}] (default 1)")
     return p
 
 
 def run(args: argparse.Namespace) -> Path:
     """Do what parsed arguments ask; return the written path."""
-    split_text(args.text)  # fail on empty text, a bad --out or an unwritable file before running the model
+    sentences = split_text(args.text)  # fail on empty text, a bad --out or an unwritable file before running the model
     path, fmt = resolve_output(args.out, args.format)
     if path is not None and not path.is_dir():
         check_writable(path)
+    check_image_size(args.width, args.height, args.scale)
+    check_work(args, sentences, fmt)
     trace = build_trace(args)
     return export(trace, stage=args.stage, batch=args.batch, layer=args.layer, head=args.head, fmt=fmt, out=path,
                   width=args.width, height=args.height, scale=args.scale)

@@ -92,13 +92,12 @@ def _lists_to_array(name: str, entry: dict) -> np.ndarray:
     try:
         # NumPy parses the strings "-inf", "inf" and "nan" when narrowing to float.
         a = np.array(entry["data"], dtype=np.float32)
-    except (ValueError, TypeError, OverflowError) as err:
-        reason = str(err).splitlines()[0][:120] if str(err) else type(err).__name__
-        raise ValueError(f"stage {name!r}: its data is not an array of numbers ({reason})") from None
+    except (ValueError, TypeError, OverflowError):  # ragged, too deep, text or objects, a number beyond float
+        raise ValueError(f"stage {name!r}: its data is not an array of numbers of shape {list(shape)}") from None
     if a.size == 0:
         a = a.reshape(shape)
     if a.shape != shape:
-        raise ValueError(f"stage {name!r}: data has shape {a.shape}, header says {shape}")
+        raise ValueError(f"stage {name!r}: its data has shape {list(a.shape)} but its header says {list(shape)}")
     return a
 
 

@@ -53,6 +53,11 @@ def _where_text(value: object, where: str, limit: int) -> str:
     return value
 
 
+def _n(count: int, one: str, many: str | None = None) -> str:
+    """``"1 token"``, ``"3 tokens"``."""
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
 def _kind(value: object) -> str:
     return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null",
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
@@ -70,7 +75,7 @@ def _list(value: object, where: str, length: int | None = None) -> list:
     if not isinstance(value, list):
         raise ValueError(f"{where} must be a list, not {_kind(value)}")
     if length is not None and len(value) != length:
-        raise ValueError(f"{where} has {len(value)} entries for {length} sentence{'s' * (length != 1)}")
+        raise ValueError(f"{where} has {_n(len(value), 'entry', 'entries')} for {_n(length, 'sentence')}")
     return value
 
 
@@ -107,8 +112,8 @@ def _check_tokens(tokens: object, limits: Limits) -> tuple[int, int]:
     n_pos = len(_list(tokens[0], "sentence 0 of 'tokens'"))
     for b, row in enumerate(tokens):
         if len(_list(row, f"sentence {b} of 'tokens'")) != n_pos:
-            raise ValueError(f"sentence {b} has {len(row)} tokens and sentence 0 has {n_pos}: every sentence of a "
-                             "trace is padded to the same length")
+            raise ValueError(f"sentence {b} has {_n(len(row), 'token')} and sentence 0 has {n_pos}: every sentence "
+                             "of a trace is padded to the same length")
         for i, token in enumerate(row):
             _where_text(token, f"token {i} of sentence {b}", limits.token_chars)
     if not 1 <= n_pos <= limits.tokens:

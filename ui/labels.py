@@ -5,26 +5,21 @@ use these as they are; inside a Markdown note, pass user text through :func:`ui.
 """
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 
+import regex
+
+from transformer_core.tokenize import cut_graphemes
+
 ELLIPSIS = "…"
-# characters that belong to the one before them: a cut never falls just before one of these
-_JOINING = {"\u200d", "\u20e3"} | {chr(c) for c in range(0xFE00, 0xFE10)} | {chr(c) for c in range(0x1F3FB, 0x1F400)}
-
-
-def _attached(text: str, i: int) -> bool:
-    """Whether ``text[i]`` is part of the character before it (a combining mark, ZWJ sequence, selector, skin tone)."""
-    return (unicodedata.category(text[i]).startswith("M") or text[i] in _JOINING
-            or text[i - 1] == "\u200d")
 
 
 def cut(text: str, width: int = 40) -> str:
     """``text`` on one line, at most ``width`` characters: cut at the last word boundary that fits, plus "…".
 
     ``cut("The road was muddy after the rain", 20)`` → ``"The road was muddy…"``. A single word
-    longer than ``width`` (or text with no spaces, such as Chinese) is cut inside, never between
-    a letter and its accents or inside an emoji sequence.
+    longer than ``width`` (or text with no spaces, such as Chinese) is cut inside it, between two
+    user-perceived characters (never between a letter and its accent, nor inside an emoji sequence).
     """
     flat = " ".join(str(text).split())
     if len(flat) <= width:
@@ -33,10 +28,7 @@ def cut(text: str, width: int = 40) -> str:
     space = flat.rfind(" ", 0, room + 1)
     if space > 0:
         return flat[:space] + ELLIPSIS
-    end = room
-    while end > 1 and _attached(flat, end):
-        end -= 1
-    return flat[:end] + ELLIPSIS
+    return (cut_graphemes(flat, room) or regex.match(r"\X", flat).group()) + ELLIPSIS  # at least one whole character
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
