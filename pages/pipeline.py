@@ -7,7 +7,7 @@ import streamlit as st
 from transformer_core import figures
 from transformer_core.heads_figure import tiled_heads
 from ui import lessons as L
-from ui import compute, state, views
+from ui import compute, explain_panel, state, views
 from ui.labels import plural
 
 PAGE = "pipeline"
@@ -94,6 +94,7 @@ with tabs[3]:
         L.step(PAGE, 8, "LayerNorm: the attention block's output", "step-norm1", L.shape_text(s["attn_output"], BSD))
         L.chart(L.feature_figure(s["attn_output"][0], rows, "LayerNorm(x + …)", step="attn_output"),
                 "pipeline_attn_output", st.columns(2)[0], "attn_output")
+        explain_panel.show_position(s, tokens)
 with tabs[4]:
     if tabs[4].open:
         L.step(PAGE, 9, "Feed-forward: W_1 and ReLU", "step-ffn1",

@@ -117,3 +117,28 @@ def test_panel_on_the_minilm_page():
     assert not at.exception
     assert any("✓" in c.value and "Largest difference" in c.value for c in at.caption)
     assert "s_{3,1}" in _latex(at)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_one_position_through_concat_w_o_residual_and_layernorm(causal):
+    from transformer_core import lessons
+    from transformer_core.explain import explain_position
+
+    steps = lessons.encoder_walkthrough(("the", "cat", "sat", "on"), EncoderConfig(d_model=32, n_heads=4), causal)
+    for pos in range(4):
+        e = explain_position(steps, pos)
+        assert e.max_diff <= TOLERANCE
+        np.testing.assert_allclose(e.concat[8:16], steps["context"][0, 1, pos], atol=1e-7)  # head 1's d_k numbers
+        np.testing.assert_allclose(e.normalized.mean(), 0, atol=1e-6)
+        np.testing.assert_allclose(e.normalized.var(), e.var / (e.var + e.eps), rtol=1e-6)
+
+
+def test_position_panel_on_the_pipeline_page():
+    at = new_app(text="the cat sat on the mat", pos="3")
+    at.switch_page("pages/pipeline.py").run()
+    at.session_state["step"] = "Concat and W_O"
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="pipeline_pos").value == 3
+    assert any("Explain one position" in m.value for m in at.markdown)
+    assert any("✓" in c.value and "largest difference" in c.value for c in at.caption)

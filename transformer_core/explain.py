@@ -130,3 +130,55 @@ def explain_cell(trace: Trace, *, batch: int, layer: int = 0, head: int, query: 
         row_scores=row_scores, row_max=row_max, exps=exps, exp_sum=exp_sum, row_weights=row_weights,
         weight=float(row_weights[key]), captured_weight=float(captured_weights[key]), contributions=contributions,
         context=context, captured_context=captured_context, max_diff=max_diff)
+
+
+@dataclass(frozen=True)
+class PositionExplanation:
+    """One position's path from the heads' contexts to the attention block's output (post-LN).
+
+    ``concat = [head_0 | … | head_{h−1}]`` (each ``[d_k]``), ``projected = concat W_Oᵀ + b_O``,
+    ``residual = x + projected`` (dropout is the identity at inference), and
+    ``output = γ ⊙ (residual − μ) / √(σ² + ε) + β`` with μ, σ² the mean and (biased) variance of
+    ``residual`` over its ``d_model`` numbers (Ba et al. 2016; Vaswani et al. 2017 §3.1). All ``[d_model]``
+    float64, recomputed from the walkthrough's tensors; ``max_diff`` against the captured
+    ``concat``, ``projected``, ``attn_residual`` and ``attn_output``.
+    """
+
+    pos: int
+    n_heads: int
+    d_k: int
+    concat: np.ndarray
+    projected: np.ndarray
+    x: np.ndarray
+    residual: np.ndarray
+    mean: float
+    var: float
+    eps: float
+    normalized: np.ndarray
+    output: np.ndarray
+    max_diff: float
+
+
+def explain_position(steps: dict[str, np.ndarray], pos: int) -> PositionExplanation:
+    """Recompute position ``pos`` of :func:`~transformer_core.lessons.encoder_walkthrough`'s steps.
+
+    Raises:
+        IndexError: ``pos`` outside the sentence. KeyError: a step is missing.
+    """
+    n = steps["x"].shape[1]
+    if not 0 <= pos < n:
+        raise IndexError(f"position {pos} outside 0…{n - 1}")
+    context = steps["context"][0, :, pos].astype(np.float64)  # [head, d_k]
+    n_heads, d_k = context.shape
+    concat = context.reshape(-1)  # [d_model]: head 0's d_k numbers, then head 1's, …
+    projected = steps["W_O"].astype(np.float64) @ concat + steps["b_O"]
+    x = steps["x"][0, pos].astype(np.float64)
+    residual = x + projected
+    mean, var, eps = float(residual.mean()), float(residual.var()), float(steps["ln_eps"])
+    normalized = (residual - mean) / np.sqrt(var + eps)
+    output = steps["ln_gamma"] * normalized + steps["ln_beta"]
+    diffs = [np.abs(concat - steps["concat"][0, pos]).max(), np.abs(projected - steps["projected"][0, pos]).max(),
+             np.abs(residual - steps["attn_residual"][0, pos]).max(), np.abs(output - steps["attn_output"][0, pos]).max()]
+    return PositionExplanation(pos=pos, n_heads=n_heads, d_k=d_k, concat=concat, projected=projected, x=x,
+                               residual=residual, mean=mean, var=var, eps=eps, normalized=normalized, output=output,
+                               max_diff=float(max(diffs)))

@@ -211,7 +211,9 @@ def encoder_walkthrough(tokens: tuple[str, ...], config: EncoderConfig, causal: 
     ``projected``: the identity at inference), ``attn_residual`` (``x + dropped``),
     ``attn_output`` (after LayerNorm); ``ff_hidden`` ``[1, pos, d_ff]``; ``ff_linear``
     (``W_2`` of hidden), ``ff_conv1d`` (the same through seed 001's Conv1d pair),
-    ``ff_residual``, ``ff_output`` ``[1, pos, d_model]``; ``mask`` bool ``[pos, pos]``.
+    ``ff_residual``, ``ff_output`` ``[1, pos, d_model]``; ``mask`` bool ``[pos, pos]``; and the
+    block's parameters ``W_O`` ``[d_model, d_model]`` (``nn.Linear`` layout: out × in), ``b_O``,
+    ``ln_gamma``, ``ln_beta`` ``[d_model]`` and ``ln_eps`` (for :func:`~transformer_core.explain.explain_position`).
     """
     n = len(tokens)
     if n == 0:
@@ -237,6 +239,8 @@ def encoder_walkthrough(tokens: tuple[str, ...], config: EncoderConfig, causal: 
             "ff_hidden": hidden, "ff_linear": ff_linear, "ff_conv1d": conv1d_feed_forward(ff, attn_out),
             "ff_residual": attn_out + ff.dropout(ff_linear), "ff_output": stages["layers.0.feed_forward.output"],
         }
+        steps |= {"W_O": mha.W_O.weight, "b_O": mha.W_O.bias, "ln_gamma": mha.norm.weight, "ln_beta": mha.norm.bias}
     out = {name: t.detach().float().numpy() for name, t in steps.items()}
     out["mask"] = (np.ones((n, n), bool) if mask is None else mask.numpy())
+    out["ln_eps"] = np.float32(mha.norm.eps)
     return out

@@ -101,3 +101,29 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     ok = "✓" if e.max_diff <= TOLERANCE else "✗"
     st.caption(f"Every number above is recomputed from the captured Q, K and V. Largest difference from the captured "
                f"scores, weights and context: {e.max_diff:.1e} {ok} (limit {TOLERANCE:.0e}).")
+
+
+def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
+    """One position's path through concat, W_O, the residual and LayerNorm (``?pos=`` in the URL)."""
+    from transformer_core.explain import explain_position
+
+    n = len(tokens)
+    bind_url(key, "pos", range(n), 0)
+    st.markdown("#### Explain one position: concat → W_O → residual → LayerNorm")
+    pos = st.selectbox("Position", range(n), key=key, format_func=lambda i: f"{i}: {tokens[i]}")
+    e = explain_position(steps, pos)
+    shown = min(8, e.concat.size)
+    cols = [f"d{j}" for j in range(shown)]
+    heads_of = [f"h{j // e.d_k}" for j in range(shown)]
+    table = pd.DataFrame([e.concat[:shown], e.projected[:shown], e.x[:shown], e.residual[:shown],
+                          e.normalized[:shown], e.output[:shown]],
+                         columns=[f"{c} ({h})" for c, h in zip(cols, heads_of)],
+                         index=["concat (the heads' contexts side by side)", "concat W_Oᵀ + b_O", "x (input)",
+                                "x + projected (residual)", "(residual − μ) / √(σ² + ε)", "γ ⊙ … + β (output)"])
+    st.dataframe(table.style.format("{:.4f}"), key=f"{key}_table")
+    st.latex(rf"\mu = {e.mean:.4f}, \quad \sigma^2 = {e.var:.4f}, \quad \varepsilon = {e.eps:g}, \quad "
+             rf"\frac{{1}}{{\sqrt{{\sigma^2 + \varepsilon}}}} = {1 / np.sqrt(e.var + e.eps):.4f}")
+    ok = "✓" if e.max_diff <= TOLERANCE else "✗"
+    st.caption(f"First {shown} of {e.concat.size} numbers (d_k = {e.d_k} per head, {e.n_heads} heads). Recomputed "
+               f"from the captured contexts, W_O, b_O, γ and β; largest difference from the captured concat, "
+               f"projection, residual and output: {e.max_diff:.1e} {ok} (limit {TOLERANCE:.0e}).")
