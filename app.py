@@ -1,13 +1,21 @@
 """Attention Explorer — entrypoint: `streamlit run app.py`.
 
-Draws the shared sidebar (so its state persists across pages), then runs the chosen page.
+Sends the page navigation first, then draws the shared sidebar (so its state persists across
+pages), then runs the chosen page. The heavy imports (torch, via ``ui.state``) come after
+``st.navigation``, so a fresh server's first visitor sees the menu while they load.
 """
 import streamlit as st
 
-from ui import nav, state
+from ui import nav
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
-nav.leave_legacy_mode(rerun=True)
-page = st.navigation(nav.pages())
+if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/nav.py)
+    nav.leave_legacy_mode(rerun=True)
+page = nav.navigation()
+if nav.is_alias(page):  # /explorer?… → /?… (the explorer is the default page)
+    page.run()
+
+from ui import state  # noqa: E402  (after the navigation on purpose: this imports torch)
+
 st.session_state["_settings"] = state.sidebar()
 page.run()

@@ -16,6 +16,8 @@ Two Streamlit behaviours shape this module (both checked in Chromium by
   ``.streamlit/config.toml`` hides that menu; :func:`navigation` turns the sidebar menu back on
   (``st.set_option``) for the real one, and :func:`leave_legacy_mode` ends the legacy mode
   with a plain ``st.navigation`` call and reruns. No Streamlit internals are touched.
+  Left over: on a deep link, that first run imports the page's modules (torch, ~2-3 s) before
+  any code of ours runs, so the very first visitor sees an empty page, without a menu, until then.
 """
 from __future__ import annotations
 
@@ -38,6 +40,10 @@ DEFAULT_PAGE_ID = "home"
 _navigated = False
 
 
+def _found() -> list[tuple[str, str, str, str]]:
+    return [p for p in PAGES if (ROOT / p[0]).exists()]
+
+
 def _follow_alias() -> None:
     """``/explorer`` → the explorer at ``/``, with every query parameter of the link."""
     params = {key: st.query_params.get_all(key) for key in st.query_params}
@@ -45,8 +51,8 @@ def _follow_alias() -> None:
 
 
 def pages() -> list:
-    """``st.Page`` objects for the scripts that exist, plus the hidden ``/explorer`` alias."""
-    found = [p for p in PAGES if (ROOT / p[0]).exists()]
+    """``st.Page`` objects for the scripts that exist, then the default page's hidden alias."""
+    found = _found()
     out = [st.Page(script, title=title, icon=icon, url_path=DEFAULT_PAGE_ID if i == 0 else url, default=(i == 0))
            for i, (script, title, icon, url) in enumerate(found)]
     if found:
@@ -70,8 +76,9 @@ def in_legacy_mode() -> bool:
 
 
 def is_alias(page) -> bool:
-    """The page ``st.navigation`` returned is the ``/explorer`` alias (it only redirects)."""
-    return page.url_path == PAGES[0][3]
+    """The page ``st.navigation`` returned is the default page's alias (it only redirects)."""
+    found = _found()
+    return bool(found) and page.url_path == found[0][3]
 
 
 def leave_legacy_mode(rerun: bool) -> None:
