@@ -1,4 +1,8 @@
 """Explorer: every stage of multi-head attention for the learner's sentences (random weights)."""
+from ui import nav  # first, before the heavy imports below
+
+nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
+
 import streamlit as st
 
 from ui import compute, head_view, state, views

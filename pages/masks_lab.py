@@ -1,5 +1,9 @@
 """Masks lab: causal and padding masks, the seeds' two fill conventions, float16, a cached prefix,
 keys vs queries, and attention dropout — each computed live on the learner's sentences."""
+from ui import nav  # first, before the heavy imports below
+
+nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
+
 import numpy as np
 import pandas as pd
 import streamlit as st

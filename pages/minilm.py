@@ -1,5 +1,9 @@
 """Trained model (MiniLM-L6): a real BERT's attention on our own modules — every head at a glance,
 per-head statistics, and any one head stage by stage."""
+from ui import nav  # first, before the heavy imports below
+
+nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
+
 import math
 
 import streamlit as st

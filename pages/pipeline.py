@@ -1,5 +1,9 @@
 """Multi-head pipeline: one sentence followed step by step through multi-head attention and the
 feed-forward network of the toy encoder's first layer, then two settings side by side."""
+from ui import nav  # first, before the heavy imports below
+
+nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
+
 import numpy as np
 import pandas as pd
 import streamlit as st

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_utils import ARTIFACTS, CHART, browser, chromium_missing, plot_data, streamlit_server, wait_for_heatmaps
+from browser_utils import ARTIFACTS, CHART, browser, chromium_missing, plot_data, streamlit_server, wait_idle
 
 pytestmark = pytest.mark.browser
 _missing = chromium_missing()
@@ -45,34 +45,33 @@ def test_first_visitor_by_deep_link_sees_titles_and_the_page(server, chromium):
 
 def test_type_toggle_causal_and_see_the_heatmaps(server, chromium):
     page = new_page(chromium)
-    page.goto(f"{server}/?n_heads=4&causal=0")
-    wait_for_heatmaps(page, 16)
+    page.goto(f"{server}/?n_heads=4&causal=0&stage=masked_scores")
+    wait_idle(page)
     box = page.get_by_role("textbox", name="Sentences (one per line)")
     box.fill("the cat saw the cat")
     box.press("Control+Enter")
     page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                           ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' "
+                           ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'masked_scores' "
                            "&& d._fullData[0].z.length === 5)", timeout=120_000)
-    weights = plot_data(page, "weights")
-    assert len(weights) == 4
-    assert all(v is not None for row in weights[0] for v in row)  # no mask yet
-    page.get_by_text("Causal mask").click()
+    wait_idle(page)
+    (z,) = plot_data(page, "masked_scores")  # the focused head
+    assert all(v is not None for row in z for v in row)  # no mask yet
+    page.get_by_test_id("stSidebarUserContent").get_by_text("Causal mask").click()
     page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                           ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' "
+                           ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'masked_scores' "
                            "&& !Number.isFinite(d._fullData[0].z[0][1]))", timeout=120_000)
-    wait_for_heatmaps(page, 16)
-    for z in plot_data(page, "weights"):
-        assert all(z[i][j] is None for i in range(5) for j in range(i + 1, 5))
-        assert all(abs(sum(z[i][: i + 1]) - 1) < 1e-4 for i in range(5))
+    wait_idle(page)
+    (z,) = plot_data(page, "masked_scores")
+    assert all(z[i][j] is None for i in range(5) for j in range(i + 1, 5))  # blocked: blank
+    assert all(z[i][j] is not None for i in range(5) for j in range(i + 1))
     assert "causal=1" in page.url and "the+cat" in page.url.replace("%20", "+")
+    page.get_by_text("Tokens, downloads and reopening a saved trace").click()
     with page.expect_download() as download:
         page.get_by_role("button", name="Masked scores as CSV").click()
     assert download.value.suggested_filename.startswith("masked_scores_L0_the-cat-saw")
     csv_lines = open(download.value.path(), encoding="utf-8").read().splitlines()
     assert csv_lines[0].startswith("head,query \\ key,0: the,1: cat,2: saw,3: the,4: cat")
     assert csv_lines[1].startswith("0,0: the,") and csv_lines[1].endswith(",,,,")  # causal: blank future keys
-    page.locator('[data-testid="stMain"]').evaluate("el => el.scrollTo(0, 900)")
-    page.wait_for_timeout(500)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "explorer_causal.png"))
     page.close()

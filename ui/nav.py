@@ -16,8 +16,9 @@ Two Streamlit behaviours shape this module (both checked in Chromium by
   ``.streamlit/config.toml`` hides that menu; :func:`navigation` turns the sidebar menu back on
   (``st.set_option``) for the real one, and :func:`leave_legacy_mode` ends the legacy mode
   with a plain ``st.navigation`` call and reruns. No Streamlit internals are touched.
-  Left over: on a deep link, that first run imports the page's modules (torch, ~2-3 s) before
-  any code of ours runs, so the very first visitor sees an empty page, without a menu, until then.
+  On a deep link that first run starts in the page script itself, so every page opens with
+  :func:`enter_through_app` before its heavy imports (torch, ~2–3 s): the menu with the real
+  titles is then the first thing the very first visitor sees.
 """
 from __future__ import annotations
 
@@ -90,3 +91,11 @@ def leave_legacy_mode(rerun: bool) -> None:
     navigation()
     if rerun:
         st.rerun()
+
+
+def enter_through_app() -> None:
+    """First lines of every page script: a fresh process's legacy deep-link run (the page run
+    without ``app.py``) ends the legacy mode and reruns through ``app.py`` at once, before the
+    page imports torch. Does nothing otherwise."""
+    if in_legacy_mode():
+        leave_legacy_mode(rerun=True)
