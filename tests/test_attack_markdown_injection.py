@@ -1,8 +1,9 @@
 """Regression (from an attack): user text never renders as Markdown (it once did).
 
-URL-parameter notes and sentence pickers escape user text (``ui.markdown.plain``); the
-"Reopen a downloaded JSON trace" warning still quotes the file's ``format`` value raw, so a
-crafted file renders a link, bold text or a remote image inside the app's own warning.
+URL-parameter notes and the "Reopen a downloaded JSON trace" warning pass user text through
+``ui.markdown.plain``; sentence pickers are selectboxes (plain text). Here the warning once quoted
+the file's ``format`` value raw, so a crafted file rendered a link, bold text or a remote image.
+Streamlit's own autolinks and icons are checked in Chromium by ``tests/test_browser_inert.py``.
 AppTest cannot drive ``st.file_uploader``, so it is replaced by a stub returning the file.
 """
 from __future__ import annotations
