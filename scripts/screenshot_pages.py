@@ -21,8 +21,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
 
 TWELVE = "The animal didn't cross the street because it was too tired."
-PAGES = {  # name → path and query
+PAGES = {  # name → path, query, and optionally a text to scroll to
     "explorer": ("/", {"text": TWELVE, "causal": 1}),
+    "explain": ("/", {"text": TWELVE, "causal": 1, "q": 8, "k": 1, "head": 2}, "Explain this number"),
     "explorer_128_tokens": ("/", {"text": " ".join(f"w{i}" for i in range(128)), "d_model": 96, "n_heads": 12}),
     "minilm": ("/minilm", {"text": TWELVE, "layer": 2, "head": 9}),
     "masks_lab": ("/masks_lab", {"text": TWELVE + "\nIt was tired.", "mask": "both"}),
@@ -39,10 +40,13 @@ def main() -> int:
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     with streamlit_server() as url, browser() as chromium:
-        for name, (path, query) in PAGES.items():
+        for name, (path, query, *scroll) in PAGES.items():
             page = chromium.new_page(viewport={"width": 1280, "height": 720})
             page.goto(f"{url}{path}?{urllib.parse.urlencode(query)}")
             wait_idle(page)
+            if scroll:
+                page.get_by_text(scroll[0]).first.evaluate("el => el.scrollIntoView({block: 'start'})")
+                page.wait_for_timeout(500)
             target = args.out / f"page_{name}.png"
             page.screenshot(path=str(target))
             print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
