@@ -7,3 +7,23 @@ _TESTS = pathlib.Path(__file__).resolve().parent
 for _path in (_TESTS.parent, _TESTS):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A fresh ``streamlit run app.py`` per test module (browser tests); its base URL."""
+    from browser_utils import streamlit_server
+
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Debian Chromium per test module (browser tests)."""
+    from browser_utils import browser
+
+    with browser() as b:
+        yield b

@@ -11,23 +11,11 @@ import urllib.parse
 
 import pytest
 
-from browser_utils import browser, chromium_missing, streamlit_server
+from browser_utils import chromium_missing
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
 BOX = "Sentences (one per line)"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with browser() as b:
-        yield b
 
 
 def _open(chromium, url):

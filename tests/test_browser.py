@@ -3,25 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from browser_utils import ARTIFACTS, CHART, browser, chromium_missing, plot_data, streamlit_server, wait_idle
+from browser_utils import ARTIFACTS, CHART, chromium_missing, plot_data, wait_idle
 
 pytestmark = pytest.mark.browser
 _missing = chromium_missing()
 if _missing:
     print(f"SKIPPING browser tests: {_missing}")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with browser() as b:
-        yield b
 
 
 def new_page(chromium):

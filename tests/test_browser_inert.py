@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from browser_utils import ARTIFACTS, browser, chromium_missing, streamlit_server, wait_idle
+from browser_utils import ARTIFACTS, chromium_missing, wait_idle
 from ui.markdown import WORD_JOINER
 
 _missing = chromium_missing()
@@ -18,18 +18,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str
 
 HOSTILE = ["see http://evil.example/login", ":material/delete: now", "mail x@evil.example or www.evil.example",
            "**bold** [Log in](https://evil.example) $x$"]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with browser() as b:
-        yield b
 
 
 def visit(chromium, url: str):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_utils import ARTIFACTS, browser, chromium_missing, streamlit_server
+from browser_utils import ARTIFACTS, chromium_missing, streamlit_server
 
 _missing = chromium_missing()
 if _missing:
@@ -45,18 +45,6 @@ const tick = () => {
 };
 requestAnimationFrame(tick);
 """
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with browser() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
 
 
 def menu_lines(text: str) -> set[str]:

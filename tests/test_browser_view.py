@@ -6,8 +6,7 @@ import urllib.parse
 
 import pytest
 
-from browser_utils import (ARTIFACTS, browser, chromium_missing, drawn_figures, streamlit_server, transparent_shares,
-                           wait_idle)
+from browser_utils import ARTIFACTS, chromium_missing, drawn_figures, transparent_shares, wait_idle
 
 _missing = chromium_missing()
 if _missing:
@@ -19,18 +18,6 @@ TWELVE = "The animal didn't cross the street because it was too tired."  # 12 wo
 
 def words(n: int) -> str:
     return " ".join(f"w{i}" for i in range(n))
-
-
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    with browser() as b:
-        yield b
 
 
 def visit(chromium, url: str, width: int = 1280, height: int = 720):
