@@ -91,13 +91,13 @@ if example:
 n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
 if n_pad and settings.padding:
-    st.caption(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask on**: their key columns are "
-               "blank (weight exactly 0), so real tokens attend only to real tokens. Turn it off in the sidebar to "
+    st.caption(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask on**: their key columns "
+               "are blank (weight exactly 0), so real tokens attend only to real tokens. Turn it off in the sidebar to "
                "see what happens without it.")
 elif n_pad:
     top = stats.loc[stats["pad_share"].idxmax()]
-    st.warning(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask off**: MiniLM attends to them "
-               f"as if they were words. Real tokens give [PAD] {stats['pad_share'].mean():.1%} of their attention on "
+    st.warning(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask off**: MiniLM attends to "
+               f"them as if they were words. Real tokens give [PAD] {stats['pad_share'].mean():.1%} of their attention on "
                f"average over all 72 heads, up to {top['pad_share']:.1%} in layer {int(top['layer'])}, head "
                f"{int(top['head'])} (column “to [PAD]” below), so this sentence's outputs depend on the padding.",
                icon=":material/warning:")

@@ -519,7 +519,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"toy: width of every token vector, {_range('d_model')} (default 64)")
     p.add_argument("--n-heads", type=_bounded("n_heads"),
                    help=f"toy: attention heads, {_range('n_heads')}, must divide --d-model (default 8)")
-    p.add_argument("--n-layers", type=_bounded("n_layers"), help=f"toy: encoder layers, {_range('n_layers')} (default 1)")
+    p.add_argument("--n-layers", type=_bounded("n_layers"),
+                   help=f"toy: encoder layers, {_range('n_layers')} (default 1)")
     p.add_argument("--seed", type=_bounded("seed"),
                    help=f"toy: seed of the random weights and embeddings, {_range('seed')} (default 0)")
     p.add_argument("--tokenizer", choices=("word", "wordpiece"), help="toy: tokenizer (default word)")

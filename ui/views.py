@@ -1,7 +1,6 @@
 """Reusable page parts: the token table, and one stage shown per head with formula and shape."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
