@@ -1,0 +1,115 @@
+"""A minimal Streamlit websocket client (asyncio, `websockets` — a Streamlit dependency).
+
+Speaks Streamlit's own protocol: opens ``/_stcore/stream``, sends ``BackMsg.rerun_script`` with a
+query string, page and widget states, and reads ``ForwardMsg``s until ``script_finished``. Widgets are
+found by label in the deltas, so an interaction is "set the widget labelled X to V and rerun".
+Used by benchmarks/load_class.py and tests/test_deploy_nginx.py. Server-side time only: no
+browser drawing.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+WIDGETS = ("checkbox", "selectbox", "radio", "number_input", "text_area", "text_input", "slider",
+           "button", "segmented_control", "button_group", "multiselect")
+
+
+@dataclass
+class Run:
+    seconds: float
+    payload: bytes          # every ForwardMsg of the run, concatenated (for leak checks)
+    exceptions: list[str]   # st.exception / script errors shown to the user
+    status: str             # script_finished status name
+
+
+@dataclass
+class StreamlitSession:
+    url: str                      # http://host:port
+    cookie: str | None = None     # e.g. "ae_route=…" (nginx stickiness)
+    widgets: dict = field(default_factory=dict)    # label -> (kind, proto)
+    pages: dict = field(default_factory=dict)      # url_pathname -> page_script_hash
+    page_hash: str = ""
+    session_id: str = ""
+    upstream: str | None = None   # X-AE-Upstream of the websocket handshake (behind nginx)
+    ws: object = None
+
+    async def connect(self, timeout: float = 60) -> None:
+        ws_url = self.url.replace("http://", "ws://", 1) + "/_stcore/stream"
+        headers = {"Cookie": self.cookie} if self.cookie else {}
+        self.ws = await websockets.connect(ws_url, additional_headers=headers, max_size=None,
+                                           open_timeout=timeout, ping_interval=None,
+                                           subprotocols=["streamlit"])
+        resp = getattr(self.ws, "response", None)
+        if resp is not None:
+            self.upstream = resp.headers.get("X-AE-Upstream")
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()
+
+    async def rerun(self, query_string: str = "", widget_states: list | None = None,
+                    page: str | None = None, timeout: float = 300) -> Run:
+        """Send one rerun and read until the script finishes; ``widget_states``: [(label, value)]."""
+        back = BackMsg()
+        cs = back.rerun_script
+        cs.query_string = query_string
+        if page is not None:
+            cs.page_script_hash = self.pages.get(page, "")
+            cs.page_name = page
+        elif self.page_hash:
+            cs.page_script_hash = self.page_hash
+        for label, value in widget_states or []:
+            kind, proto = self.widgets[label]
+            w = cs.widget_states.widgets.add()
+            w.id = proto.id
+            if isinstance(value, bool):
+                w.bool_value = value
+            elif kind in ("selectbox", "radio"):  # index into options, as the browser sends it
+                opts = list(proto.options)
+                if kind == "selectbox":
+                    w.string_value = str(value) if str(value) in opts else opts[int(value)]
+                else:
+                    w.int_value = opts.index(str(value)) if str(value) in opts else int(value)
+            elif isinstance(value, float):
+                w.double_value = value
+            elif isinstance(value, int):
+                w.int_value = value
+            else:
+                w.string_value = str(value)
+        t0 = time.perf_counter()
+        await self.ws.send(back.SerializeToString())
+        chunks, exceptions = [], []
+        deadline = t0 + timeout
+        while True:
+            raw = await asyncio.wait_for(self.ws.recv(), max(0.1, deadline - time.perf_counter()))
+            if isinstance(raw, str):
+                continue
+            chunks.append(raw)
+            msg = ForwardMsg()
+            msg.ParseFromString(raw)
+            kind = msg.WhichOneof("type")
+            if kind == "new_session":
+                self.session_id = msg.new_session.initialize.session_id or self.session_id
+            elif kind == "navigation":
+                self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
+                self.page_hash = msg.navigation.page_script_hash
+            elif kind == "page_info_changed":
+                pass
+            elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                el = msg.delta.new_element
+                t = el.WhichOneof("type")
+                if t in WIDGETS and getattr(getattr(el, t), "label", None):
+                    self.widgets[getattr(el, t).label] = (t, getattr(el, t))
+                elif t == "exception":
+                    exceptions.append(f"{el.exception.type}: {el.exception.message}")
+            elif kind == "script_finished":
+                status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
+                if status == "FINISHED_EARLY_FOR_RERUN":  # st.rerun / switch_page: keep reading
+                    continue
+                return Run(time.perf_counter() - t0, b"".join(chunks), exceptions, status)
