@@ -36,3 +36,10 @@ def run_minilm(sentences, **kwargs):
     from .pretrained_trace import run_minilm as _run
 
     return _run(sentences, **kwargs)
+
+
+def load_causal_model(step=None):
+    """The trained causal model (after its SHA-256 check); see :func:`transformer_core.causal.load_causal_model`."""
+    from .causal import load_causal_model as _load
+
+    return _load(step)
