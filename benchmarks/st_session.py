@@ -82,6 +82,7 @@ class StreamlitSession:
                 w.int_value = value
             else:
                 w.string_value = str(value)
+        self.widgets = {}  # every run sends all of its elements again: keep only the latest run's
         t0 = time.perf_counter()
         await self.ws.send(back.SerializeToString())
         chunks, exceptions = [], []

@@ -1,0 +1,223 @@
+"""A class at once: N sessions through nginx to R Streamlit replicas, with think times.
+
+    python benchmarks/load_class.py                                   # 30 sessions, 2 replicas, 3 min
+    python benchmarks/load_class.py --sessions 1 8 16 30 --replicas 1 2 --duration 60
+    python benchmarks/load_class.py --url http://host:8080 --sessions 30   # an existing deployment
+
+Every session behaves like a student's browser: a page load (GET /, which sets nginx's route
+cookie), then Streamlit's websocket (benchmarks/st_session.py) with its own sentence in the URL
+(made of words no other session uses), then every 3–6 s (``--think``) one action: toggle the causal
+or padding mask, change n_heads, the head or the fixed 0–1 scale, switch between the explorer, MiniLM and lesson
+(masks lab, pipeline) pages, or type a new sentence. Every run's messages are searched for every
+other session's words (a cross-session leak) and, on the explorer, for its own.
+
+Prints per configuration: sessions, errors (exceptions, failed runs, timeouts, lost websockets),
+leaks, reruns, p50/p95/max server rerun time (send → script_finished: server time only, no
+browser drawing), CPU-ms per rerun (all replicas' CPU over the run / reruns), RSS per replica over
+time, and the 1-minute load average; and a Markdown table at the end (docs/deploy.md).
+Replicas are started with deploy/run_local.py (nginx in front, even for one replica).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import string
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "deploy"), str(ROOT / "benchmarks")]
+
+import run_local  # noqa: E402
+from st_session import StreamlitSession  # noqa: E402
+
+WORDS = ["cat", "dog", "sat", "on", "the", "mat", "river", "bank", "tired", "street"]
+
+
+def marker(rng: random.Random) -> str:
+    return "zq" + "".join(rng.choice(string.ascii_lowercase) for _ in range(8))
+
+
+def sentence(rng: random.Random, own: str) -> str:
+    words = rng.sample(WORDS, 5)
+    words.insert(rng.randrange(6), own)
+    return " ".join(words)
+
+
+class Stats:
+    def __init__(self):
+        self.reruns: list[float] = []
+        self.opens: list[float] = []
+        self.errors: list[str] = []
+        self.leaks: list[str] = []
+        self.actions: dict[str, int] = {}
+
+
+async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: float,
+                  think: tuple[float, float], rng: random.Random) -> None:
+    own = markers[i]
+    others = [m.encode() for m in markers if m != own]
+    try:
+        resp = await asyncio.to_thread(urllib.request.urlopen, url + "/", timeout=60)
+        cookie = next((h.split(";")[0] for h in resp.headers.get_all("Set-Cookie") or []
+                       if h.startswith("ae_route=")), None)
+        s = StreamlitSession(url, cookie=cookie)
+        await s.connect()
+    except Exception as err:  # noqa: BLE001
+        stats.errors.append(f"session {i}: could not open: {err!r}")
+        return
+    text = sentence(rng, own)
+    page = ""
+
+    def check(run, what: str, expect_own: bool) -> None:
+        if run.status != "FINISHED_SUCCESSFULLY" or run.exceptions:
+            stats.errors.append(f"session {i} {what}: {run.status} {run.exceptions[:2]}")
+        leaked = [o.decode() for o in others if o in run.payload]
+        if leaked:
+            stats.leaks.append(f"session {i} {what}: saw {leaked[:3]}")
+        if expect_own and own.encode() not in run.payload:
+            stats.errors.append(f"session {i} {what}: its own sentence is missing")
+
+    try:
+        run = await s.rerun(urllib.parse.urlencode({"text": text}))
+        stats.opens.append(run.seconds)
+        check(run, "open", True)
+        while time.time() < stop_at:
+            await asyncio.sleep(rng.uniform(*think))
+            if time.time() >= stop_at:
+                break
+            w = s.widgets
+            options = ["causal", "padding", "heads", "page"]
+            if page == "":
+                options += ["head", "fixed", "head"]
+            options += ["type"]
+            action = rng.choice(options)
+            kwargs: dict = {}
+            if action == "causal":
+                kwargs["widget_states"] = [("Causal mask", bool(rng.getrandbits(1)))]
+            elif action == "padding":
+                kwargs["widget_states"] = [("Padding mask", bool(rng.getrandbits(1)))]
+            elif action == "heads" and "n_heads" in w:
+                kwargs["widget_states"] = [("n_heads", rng.choice(list(w["n_heads"][1].options)))]
+            elif action == "head" and "Head" in w:
+                kwargs["widget_states"] = [("Head", rng.choice(list(w["Head"][1].options)))]
+            elif action == "fixed" and "Fixed 0–1 scale" in w:
+                kwargs["widget_states"] = [("Fixed 0–1 scale", bool(rng.getrandbits(1)))]
+            elif action == "type" and "Sentences (one per line)" in w:
+                text = sentence(rng, own)
+                kwargs["widget_states"] = [("Sentences (one per line)", text)]
+            else:
+                action = "page"
+                page = rng.choice([p for p in ("", "minilm", "masks_lab", "pipeline") if p != page])
+                kwargs["page"] = page
+            run = await s.rerun(**kwargs)
+            stats.reruns.append(run.seconds)
+            stats.actions[action] = stats.actions.get(action, 0) + 1
+            check(run, action, expect_own=(page == "" and action != "page"))
+    except Exception as err:  # noqa: BLE001
+        stats.errors.append(f"session {i}: {type(err).__name__}: {err}")
+    finally:
+        await s.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+async def run_class(url: str, n: int, duration: float, think, ramp: float, pids: list[int], seed: int):
+    rng = random.Random(seed)
+    markers = [marker(rng) for _ in range(n)]
+    stats = Stats()
+    procs = [psutil.Process(p) for p in pids]
+    cpu0 = sum(p.cpu_times().user + p.cpu_times().system for p in procs)
+    t0 = time.time()
+    stop_at = t0 + ramp + duration
+    samples = []
+
+    async def sampler():
+        while time.time() < stop_at + 5:
+            samples.append((time.time() - t0, [p.memory_info().rss / 2**20 for p in procs], os.getloadavg()[0]))
+            await asyncio.sleep(5)
+
+    async def delayed(i):
+        await asyncio.sleep(ramp * i / max(1, n))
+        await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i))
+
+    smp = asyncio.create_task(sampler())
+    await asyncio.gather(*(delayed(i) for i in range(n)))
+    smp.cancel()
+    cpu = sum(p.cpu_times().user + p.cpu_times().system for p in procs) - cpu0
+    samples.append((time.time() - t0, [p.memory_info().rss / 2**20 for p in procs], os.getloadavg()[0]))
+    return stats, cpu, samples, time.time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sessions", type=int, nargs="+", default=[30])
+    ap.add_argument("--replicas", type=int, nargs="+", default=[2])
+    ap.add_argument("--duration", type=float, default=180, help="seconds of clicking after the ramp")
+    ap.add_argument("--ramp", type=float, default=10, help="sessions open over this many seconds")
+    ap.add_argument("--think", type=float, nargs=2, default=(3.0, 6.0))
+    ap.add_argument("--url", help="an existing deployment (no replicas started; RSS/CPU not measured)")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    rows = []
+    for replicas in ([0] if args.url else args.replicas):
+        ctx = run_local.cluster(replicas) if not args.url else None
+        c = ctx.__enter__() if ctx else None
+        try:
+            url = args.url or c.url
+            pids = [r.proc.pid for r in c.replicas] if c else []
+            # warm-up: each replica imports torch and loads MiniLM on its first sessions
+            asyncio.run(run_class(url, max(2, 2 * replicas), 3, (1, 2), 0, pids, seed=999))
+            for n in args.sessions:
+                stats, cpu, samples, wall = asyncio.run(
+                    run_class(url, n, args.duration, tuple(args.think), min(args.ramp, args.duration / 3),
+                              pids, args.seed + n))
+                rss_start = samples[0][1]
+                rss_peak = [max(s[1][k] for s in samples) for k in range(len(pids))]
+                rss_end = samples[-1][1]
+                load = max(s[2] for s in samples)
+                row = dict(replicas=replicas or "?", sessions=n, seconds=round(wall), reruns=len(stats.reruns),
+                           errors=len(stats.errors), leaks=len(stats.leaks),
+                           open_p50=statistics.median(stats.opens) if stats.opens else float("nan"),
+                           p50=pct(stats.reruns, .5), p95=pct(stats.reruns, .95),
+                           max=max(stats.reruns, default=float("nan")),
+                           cpu_ms=1000 * cpu / max(1, len(stats.reruns) + len(stats.opens)),
+                           rss=" / ".join(f"{a:.0f}→{b:.0f}→{e:.0f}" for a, b, e in zip(rss_start, rss_peak, rss_end)),
+                           load=load)
+                rows.append(row)
+                print(f"\n== {replicas} replica(s), {n} sessions, {wall:.0f} s: {len(stats.reruns)} reruns "
+                      f"{dict(sorted(stats.actions.items()))}", flush=True)
+                print(f"   errors {len(stats.errors)}, leaks {len(stats.leaks)}; open p50 {row['open_p50']:.2f} s; "
+                      f"rerun p50 {row['p50']:.2f} s, p95 {row['p95']:.2f} s, max {row['max']:.2f} s; "
+                      f"CPU {row['cpu_ms']:.0f} ms/run; load avg (1 min, peak) {load:.1f}")
+                for e in (stats.errors + stats.leaks)[:10]:
+                    print("   !", e)
+                print("   RSS MB per replica over time: " + "  ".join(
+                    f"{t:.0f}s:" + "/".join(f"{m:.0f}" for m in mem) for t, mem, _ in samples), flush=True)
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+    print("\n| replicas | sessions | run (s) | reruns | errors | leaks | open p50 (s) | rerun p50 (s) | "
+          "rerun p95 (s) | max (s) | CPU ms/run | RSS MB per replica start→peak→end | load avg (peak) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['replicas']} | {r['sessions']} | {r['seconds']} | {r['reruns']} | {r['errors']} | {r['leaks']} | "
+              f"{r['open_p50']:.2f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['max']:.2f} | {r['cpu_ms']:.0f} | "
+              f"{r['rss']} | {r['load']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
