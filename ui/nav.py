@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = (  # (script, title, icon, url_path); the first one is the default page, served at "/"
     ("pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
     ("pages/minilm.py", "Trained model (MiniLM)", ":material/psychology:", "minilm"),
+    ("pages/causal.py", "Trained causal model", ":material/trending_down:", "causal"),
     ("pages/masks_lab.py", "Masks lab", ":material/visibility_off:", "masks_lab"),
     ("pages/pipeline.py", "Multi-head pipeline", ":material/account_tree:", "pipeline"),
 )

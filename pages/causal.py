@@ -1,0 +1,154 @@
+"""Trained causal model: a tiny GPT-style decoder trained here on repeated random tokens — watch its
+previous-token and induction heads form over training, under the causal mask it learned with."""
+from ui import nav  # first, before the heavy imports below
+
+nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
+
+import pandas as pd
+import streamlit as st
+
+from transformer_core import figures
+from transformer_core.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
+from transformer_core.overview import overview_figure, picked_tile
+from ui import causal, head_view, state, views
+from ui.markdown import plain
+
+N_LAYERS, N_HEADS = CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads
+ss = st.session_state
+st.title("Trained causal model")
+st.caption(f"A {N_LAYERS}-layer, {N_HEADS}-head, attention-only decoder (d_model = {CAUSAL_CONFIG.d_model}, "
+           f"vocabulary = token ids 0–{CAUSAL_CONFIG.vocab_size - 1}, at most {CAUSAL_CONFIG.max_positions} "
+           "positions) trained on this machine by `python -m transformer_core.train_causal` with the **causal mask** "
+           "on, on random tokens whose second half repeats the first. The first half cannot be predicted; the repeat "
+           "can — by an **induction head** (Olsson et al. 2022; Elhage et al. 2021). The sidebar does not apply here.")
+
+try:
+    log = training_log()
+except OSError as err:
+    st.error(f"The causal model's training log is missing, so this page cannot run: {plain(str(err))}",
+             icon=":material/block:")
+    st.stop()
+steps = log["checkpoint_steps"]
+
+# ------------------------------------------------------------------ controls
+state.bind_url("causal_period", "period", range(2, CAUSAL_CONFIG.max_positions // 2 + 1), 16)
+state.bind_url("causal_seed", "seq_seed", range(100), 0)
+state.bind_url("causal_step", "step", steps, steps[-1])
+state.bind_url("causal_mask", "mask", (True, False), True, to_text=lambda v: "1" if v else "0")
+
+
+def _generate() -> None:
+    ss["causal_text"] = " ".join(map(str, causal.generate(ss["causal_period"], ss["causal_seed"])))
+
+
+if "causal_text" not in ss:
+    raw = st.query_params.get("seq")
+    ss["causal_text"] = raw[:400] if raw else " ".join(map(str, causal.generate(ss["causal_period"],
+                                                                                ss["causal_seed"])))
+c1, c2, c3 = st.columns([1, 1, 1.2], vertical_alignment="bottom")
+c1.number_input("Period (random tokens, then repeated)", min_value=2, max_value=CAUSAL_CONFIG.max_positions // 2,
+                key="causal_period", on_change=_generate,
+                help="How many random tokens before the sequence repeats itself; the sequence is that many twice.")
+c2.number_input("Random seed", min_value=0, max_value=99, key="causal_seed", on_change=_generate)
+c3.button("New random sequence", on_click=lambda: (ss.__setitem__("causal_seed", (ss["causal_seed"] + 1) % 100),
+                                                   _generate()), icon=":material/casino:")
+text = st.text_input("Sequence (token ids 0–63, separated by spaces; edit freely)", key="causal_text")
+try:
+    ids = parse_tokens(text)
+except ValueError as err:
+    st.warning(f"Nothing to show: {plain(str(err))}.", icon=":material/warning:")
+    st.stop()
+if not ids:
+    st.info("Type some token ids or press **New random sequence**.", icon=":material/edit:")
+    st.stop()
+if len(ids) > CAUSAL_CONFIG.max_positions:
+    st.info(f"The model has {CAUSAL_CONFIG.max_positions} positions: the sequence is cut to its first "
+            f"{CAUSAL_CONFIG.max_positions} tokens.", icon=":material/content_cut:")
+    ids = ids[:CAUSAL_CONFIG.max_positions]
+if st.query_params.get("seq") != " ".join(map(str, ids)):
+    st.query_params["seq"] = " ".join(map(str, ids))
+period = causal.detect_period(ids)
+
+s1, s2 = st.columns([3, 1.3], vertical_alignment="bottom")
+step = s1.select_slider("Training checkpoint (step)", options=steps, key="causal_step",
+                        help="The weights saved at this training step. The induction bump — the sudden drop of the "
+                             "loss — happens between steps 300 and 800.")
+mask_on = s2.toggle("Causal mask", key="causal_mask",
+                    help="The model was trained with it. Off: every query may also read the tokens after it.")
+st.plotly_chart(causal.loss_curve(step), key="causal_loss_curve",
+                config=figures.chart_config("causal_loss_curve"))
+
+try:
+    trace = causal.causal_trace(tuple(ids), step, mask_on)
+    reference = trace if mask_on else causal.causal_trace(tuple(ids), step, True)
+except CausalUnavailable as err:
+    st.error(f"The trained causal model is not available, so this page cannot run: {plain(str(err))}",
+             icon=":material/block:")
+    st.caption("The other pages do not use it and keep working.")
+    st.stop()
+
+# ------------------------------------------------------------------ what the loss says
+loss, ref_loss = causal.loss_summary(trace, period), causal.loss_summary(reference, period)
+if period is not None and "repeat" in loss:
+    st.markdown(f"**Period {period}** (the sequence repeats after {period} tokens). Loss predicting each next token: "
+                f"**{loss['first']:.2f}** nats on the first period (chance = ln 64 = 4.16), "
+                f"**{loss['repeat']:.2f}** on the repeat, at step {step}.")
+else:
+    st.markdown(f"This sequence does not repeat itself, so there is nothing for an induction head to copy. "
+                f"Mean loss {loss['all']:.2f} nats (chance = ln 64 = 4.16).")
+if not mask_on:
+    share = causal.future_share(trace)
+    st.warning(f"**Causal mask off** on a model trained with it: queries now give {share:.0%} of their attention "
+               f"(mean over layers, heads and queries) to tokens *after* them, which training never allowed. "
+               f"Loss on this sequence: **{loss['all']:.2f}** nats without the mask vs **{ref_loss['all']:.2f}** with "
+               "it" + (f" (repeat: {loss['repeat']:.2f} vs {ref_loss['repeat']:.2f})" if "repeat" in loss else "")
+               + ". The heads were never trained to use (or ignore) the future, so their patterns smear and the "
+               "prediction changes; a real language model would also be cheating — reading the answer.",
+               icon=":material/visibility:")
+
+# ------------------------------------------------------------------ overview
+
+
+def _open_tile() -> None:
+    event = ss.get("causal_overview") or {}
+    tile = picked_tile((event.get("selection") or {}).get("points"), N_HEADS)
+    if tile is not None:
+        ss["causal_layer"], ss["causal_head"] = tile
+
+
+st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** (attention weights; rows = queries, columns = keys). "
+            "Look for the **previous-token head** (the diagonal just below the main one) in layer 0 and the "
+            "**induction stripe** (a diagonal offset by the period, in the second half) in layer 1. "
+            "**Click a tile's centre** to open that head below.")
+st.plotly_chart(overview_figure(trace, 0, height=380), key="causal_overview", on_select=_open_tile,
+                selection_mode="points",
+                config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
+
+# ------------------------------------------------------------------ head scores
+st.subheader("Head scores")
+seq = causal.sequence_scores(trace, period)
+held = log["scores"][str(step)]
+rows = [{"layer": layer, "head": head,
+         "previous-token (held out)": held["previous_token"][layer][head],
+         "induction (held out)": held["induction"][layer][head],
+         "previous-token (this sequence)": seq["previous_token"][layer][head],
+         "induction (this sequence)": seq["induction"][layer][head]}
+        for layer in range(N_LAYERS) for head in range(N_HEADS)]
+score_col = dict(format="%.2f", min_value=0.0, max_value=1.0)
+st.dataframe(pd.DataFrame(rows), hide_index=True, key="causal_scores", column_config={
+    name: st.column_config.ProgressColumn(name, **score_col) for name in rows[0] if name not in ("layer", "head")})
+st.caption("**Previous-token score**: mean weight on key = query − 1. **Induction score**: mean weight, over the "
+           "second period's queries, on the token *after* the previous occurrence of the current token (key = query − "
+           "period + 1). Held out = 64 random sequences of period 24 repeated once (seed 12345, never seen in "
+           f"training), checkpoint {step}; held-out loss there: {held['loss']['first']:.2f} nats on the first period, "
+           f"{held['loss']['repeat']:.2f} on the repeat.")
+
+# ------------------------------------------------------------------ one head, every stage
+st.subheader("One head, stage by stage")
+stage, _, layer, head, fixed, all_large = head_view.controls(N_HEADS, "causal_", n_layers=N_LAYERS)
+head_view.show(trace, batch=0, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
+               key_prefix="causal_", title_prefix=f"step {step} · layer {layer} · ")
+
+with st.expander("Downloads: CSV, JSON, offline HTML", icon=":material/download:"):
+    views.stage_csv(trace, stage, batch=0, layer=layer, key_prefix="causal_")
+    views.trace_downloads(trace, batch=0, stages=("masked_scores", "weights"), layer=layer, key_prefix="causal_")
