@@ -9,6 +9,7 @@ saved image matches the screen. Examples::
     python -m transformer_core.export --text "the cat saw the cat" --stage masked_scores --format csv
     python -m transformer_core.export --model minilm --text "the bank of the river" --layer 5 --head 7
     python -m transformer_core.export --text "the cat sat" --format json --out trace.json
+    python -m transformer_core.export --model causal --text "5 17 3 9 5 17 3 9" --layer 1 --head 1
 
 ``--head`` omitted means every head: a grid of heads in one PNG/SVG, one figure per head in
 HTML, heads stacked in CSV. JSON always holds the whole trace (every stage, every head).
@@ -126,7 +127,10 @@ def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png")
     """
     if len(sentences) > MAX_SENTENCES:
         raise UsageError(f"{len(sentences)} sentences; at most {MAX_SENTENCES} per export")
-    if args.model == "minilm":
+    if args.model == "causal":
+        n_layers, n_heads, d_model = 2, 4, 64
+        counts = [len(" ".join(sentences).replace(",", " ").split())]
+    elif args.model == "minilm":
         n_layers, n_heads, d_model, cap = 6, 12, 384, args.max_tokens or MINILM_MAX_TOKENS
         if cap < 2:
             raise UsageError("--max-tokens must be at least 2 for MiniLM ([CLS] and [SEP])")
@@ -157,6 +161,10 @@ def build_trace(args: argparse.Namespace) -> Trace:
         ValueError: bad sizes, no text, toy-only options given for MiniLM.
     """
     sentences = split_text(args.text)
+    if args.model == "causal":
+        return run_causal_trace(args, sentences)
+    if args.step is not None:
+        raise UsageError("--step applies only to --model causal (a training checkpoint)")
     if args.model == "minilm":
         given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer")
                  if getattr(args, k) is not None]
@@ -170,8 +178,38 @@ def build_trace(args: argparse.Namespace) -> Trace:
     opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
     config = EncoderConfig(d_model=opt["d_model"], n_heads=opt["n_heads"], n_layers=opt["n_layers"],
                            d_ff=4 * opt["d_model"], seed=opt["seed"])
-    return run_toy(sentences, config, tokenizer=opt["tokenizer"], causal=args.causal, padding=args.padding,
+    return run_toy(sentences, config, tokenizer=opt["tokenizer"], causal=bool(args.causal), padding=args.padding,
                    max_tokens=opt["max_tokens"])
+
+
+def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
+    """The trained causal model (:mod:`transformer_core.causal`) on one sequence of token ids (``--text "5 17 3 5 17 3"``),
+    checkpoint ``--step`` (default final), causal mask on unless ``--no-causal``.
+
+    Raises:
+        UsageError: toy/MiniLM-only options, ids that are not 0…63, more than 48 tokens, an unknown step.
+        ExportError: the committed weights are missing or corrupt.
+    """
+    from .causal import CAUSAL_CONFIG, CausalUnavailable, checkpoint_steps, parse_tokens, run_causal
+
+    given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer", "max_tokens")
+             if getattr(args, k) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to --model toy or "
+                         "minilm (the causal model is a fixed 2-layer × 4-head model)")
+    try:
+        ids = parse_tokens(" ".join(sentences))
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    if len(ids) > CAUSAL_CONFIG.max_positions:
+        raise UsageError(f"{len(ids)} tokens; the causal model takes at most {CAUSAL_CONFIG.max_positions}")
+    try:
+        steps = checkpoint_steps()
+        if args.step is not None and args.step not in steps:
+            raise UsageError(f"no checkpoint at step {args.step}; choose one of {', '.join(map(str, steps))}")
+        return run_causal(ids, step=args.step, causal=args.causal is not False)
+    except (CausalUnavailable, OSError) as err:
+        raise ExportError(f"causal model export is unavailable: {err}") from err
 
 
 def split_text(texts: list[str] | None) -> list[str]:
@@ -202,6 +240,8 @@ def describe(trace: Trace, batch: int) -> str:
         model = str(s.get("name") or s.get("model") or "model")
         if model == "minilm":
             model = "MiniLM-L6 (all-MiniLM-L6-v2)"
+        elif model == "causal":
+            model = f"trained causal model (step {s.get('step') if s.get('step') is not None else 'final'})"
     masks = [m for m in ("causal", "padding") if s.get(m)]
     mask = " + ".join(masks) + " mask" if masks else "no mask"
     words = " ".join(trace.tokens[batch][: trace.lengths[batch]])
@@ -514,7 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--text", action="append", metavar="TEXT",
                    help="a sentence; repeat it, or put one sentence per line, to make a batch")
-    p.add_argument("--model", choices=("toy", "minilm"), default="toy", help="toy random-weight encoder or MiniLM-L6")
+    p.add_argument("--model", choices=("toy", "minilm", "causal"), default="toy",
+                   help="toy random-weight encoder, MiniLM-L6, or the trained causal model (--text = token ids 0-63)")
+    p.add_argument("--step", type=int, help="causal: training checkpoint (default: the final model)")
     p.add_argument("--d-model", type=_bounded("d_model"),
                    help=f"toy: width of every token vector, {_range('d_model')} (default 64)")
     p.add_argument("--n-heads", type=_bounded("n_heads"),
@@ -524,8 +566,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_bounded("seed"),
                    help=f"toy: seed of the random weights and embeddings, {_range('seed')} (default 0)")
     p.add_argument("--tokenizer", choices=("word", "wordpiece"), help="toy: tokenizer (default word)")
-    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=False,
-                   help="toy: causal mask, each position sees only itself and earlier ones (default off)")
+    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
+                   help="toy: causal mask, each position sees only itself and earlier ones (default off); "
+                        "causal model: on by default, --no-causal shows what breaks")
     p.add_argument("--padding", action=argparse.BooleanOptionalAction, default=True,
                    help="padding mask, so no one attends to [PAD] (default on)")
     p.add_argument("--max-tokens", type=_bounded("max_tokens"),
