@@ -33,8 +33,8 @@ steps = log["checkpoint_steps"]
 # ------------------------------------------------------------------ controls
 state.bind_url("causal_period", "period", range(2, CAUSAL_CONFIG.max_positions // 2 + 1), 16)
 state.bind_url("causal_seed", "seq_seed", range(100), 0)
-state.bind_url("causal_step", "step", steps, steps[-1])
-state.bind_url("causal_mask", "mask", (True, False), True, to_text=lambda v: "1" if v else "0")
+state.bind_url("causal_step", "checkpoint", steps, steps[-1])
+state.bind_url("causal_mask", "causal_mask", (True, False), True, to_text=lambda v: "1" if v else "0")
 
 
 def _generate() -> None:
@@ -73,7 +73,7 @@ s1, s2 = st.columns([3, 1.3], vertical_alignment="bottom")
 step = s1.select_slider("Training checkpoint (step)", options=steps, key="causal_step",
                         help="The weights saved at this training step. The induction bump — the sudden drop of the "
                              "loss — happens between steps 300 and 800.")
-mask_on = s2.toggle("Causal mask", key="causal_mask",
+mask_on = s2.toggle("Mask the future (as trained)", key="causal_mask",
                     help="The model was trained with it. Off: every query may also read the tokens after it.")
 st.plotly_chart(causal.loss_curve(step), key="causal_loss_curve",
                 config=figures.chart_config("causal_loss_curve"))

@@ -28,7 +28,7 @@ PAGES = {  # name → path, query, and optionally a text to scroll to
     "minilm": ("/minilm", {"text": TWELVE, "layer": 2, "head": 9}),
     "masks_lab": ("/masks_lab", {"text": TWELVE + "\nIt was tired.", "mask": "both"}),
     "pipeline": ("/pipeline", {"text": TWELVE, "step": "Attention"}),
-    "causal": ("/causal", {"layer": 1, "head": 1}, "All 2 layers"),  # the induction stripe, scrolled to
+    "causal": ("/causal", {"layer": 1, "head": 1, "checkpoint": 4000}, "All 2 layers"),  # the induction stripe, scrolled to
 }
 
 

@@ -18,12 +18,13 @@ if _missing:
     print(f"SKIPPING browser navigation tests: {_missing}")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
 
-TITLES = ("Explorer", "Trained model (MiniLM)", "Masks lab", "Multi-head pipeline")
-FILE_NAMES = {"app", "explorer", "minilm", "masks lab", "masks_lab", "pipeline"}
+TITLES = ("Explorer", "Trained model (MiniLM)", "Trained causal model", "Masks lab", "Multi-head pipeline")
+FILE_NAMES = {"app", "explorer", "minilm", "causal", "masks lab", "masks_lab", "pipeline"}
 PAGES = {  # path → (h1 starts with, menu entry marked current)
     "/": ("Attention Explorer", "Explorer"),
     "/explorer": ("Attention Explorer", "Explorer"),
     "/minilm": ("Trained model", "Trained model (MiniLM)"),
+    "/causal": ("Trained causal model", "Trained causal model"),
     "/masks_lab": ("Masks lab", "Masks lab"),
     "/pipeline": ("Multi-head pipeline", "Multi-head pipeline"),
 }

@@ -41,7 +41,7 @@ def test_default_shows_induction_stripe_of_final_model():
 
 
 def test_checkpoint_before_the_bump_has_no_induction():
-    at = _open(layer="1", head="1", step="200")
+    at = _open(layer="1", head="1", checkpoint="200")
     assert at.select_slider(key="causal_step").value == 200
     table = at.dataframe[0].value
     assert table["induction (this sequence)"].max() < 0.3
@@ -53,7 +53,7 @@ def test_checkpoint_before_the_bump_has_no_induction():
 
 
 def test_mask_off_states_what_breaks_with_numbers():
-    at = _open(mask="0")
+    at = _open(causal_mask="0")
     ids = generate(16, 0)
     on = float(run_causal(ids).stages["token_loss"].mean())
     off = float(run_causal(ids, causal=False).stages["token_loss"].mean())
@@ -85,7 +85,7 @@ def test_corrupt_weights_clear_error_other_pages_work(monkeypatch):
         causal._load_cached.cache_clear()
 
 
-@pytest.mark.parametrize("query", [{"period": "99"}, {"step": "7"}])
+@pytest.mark.parametrize("query", [{"period": "99"}, {"checkpoint": "7"}])
 def test_bad_url_falls_back(query):
     at = _open(**query)
     assert any("ignored" in w.value for w in at.warning)
