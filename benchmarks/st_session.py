@@ -15,9 +15,46 @@ from dataclasses import dataclass, field
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 WIDGETS = ("checkbox", "selectbox", "radio", "number_input", "text_area", "text_input", "slider",
            "button", "segmented_control", "button_group", "multiselect")
+
+
+def _has(p, name: str) -> bool:
+    try:
+        return p.HasField(name)
+    except ValueError:
+        return False
+
+
+def current_state(kind: str, p, held: WidgetState | None) -> WidgetState | None:
+    """The value the browser holds for a widget the server just sent (None: not tracked): the
+    server's value when it sets one (``set_value``), else the one held before, else the default."""
+    if held is not None and not getattr(p, "set_value", False):
+        return held
+    w = WidgetState()
+    w.id = p.id
+    if kind == "checkbox":
+        w.bool_value = p.value if p.set_value else p.default
+    elif kind in ("text_area", "text_input"):
+        w.string_value = p.value if _has(p, "value") else p.default
+    elif kind == "selectbox":
+        if _has(p, "raw_value"):
+            w.string_value = p.raw_value
+        elif _has(p, "default") and p.options:
+            w.string_value = p.options[p.default]
+        else:
+            return None
+    elif kind == "number_input":
+        value = p.value if _has(p, "value") else p.default
+        if p.data_type == p.INT:
+            w.int_value = int(value)
+        else:
+            w.double_value = value
+    else:  # radio, segmented control, …: not tracked (the load test does not change them)
+        return None
+    return w
 
 
 @dataclass
@@ -38,6 +75,8 @@ class StreamlitSession:
     session_id: str = ""
     upstream: str | None = None   # X-AE-Upstream of the websocket handshake (behind nginx)
     ws: object = None
+    query_string: str = ""        # the URL's query string, as the browser would keep it
+    states: dict = field(default_factory=dict)     # widget id -> WidgetState the "browser" holds
 
     async def connect(self, timeout: float = 60) -> None:
         ws_url = self.url.replace("http://", "ws://", 1) + "/_stcore/stream"
@@ -53,28 +92,34 @@ class StreamlitSession:
         if self.ws is not None:
             await self.ws.close()
 
-    async def rerun(self, query_string: str = "", widget_states: list | None = None,
+    async def rerun(self, query_string: str | None = None, widget_states: list | None = None,
                     page: str | None = None, timeout: float = 300) -> Run:
         """Send one rerun and read until the script finishes; ``widget_states``: [(label, value)]."""
         back = BackMsg()
         cs = back.rerun_script
-        cs.query_string = query_string
+        cs.query_string = self.query_string if query_string is None else query_string
         if page is not None:
             cs.page_script_hash = self.pages.get(page, "")
             cs.page_name = page
         elif self.page_hash:
             cs.page_script_hash = self.page_hash
+        # Like the browser: send every widget of the last run with the value it holds, then the change.
+        states = {}
+        for label, (kind, proto) in self.widgets.items():
+            w = current_state(kind, proto, self.states.get(proto.id))
+            if w is not None:
+                states[label] = self.states[proto.id] = w
         for label, value in widget_states or []:
             kind, proto = self.widgets[label]
-            w = cs.widget_states.widgets.add()
+            w = WidgetState()
             w.id = proto.id
             if isinstance(value, bool):
                 w.bool_value = value
-            elif kind in ("selectbox", "radio"):  # index into options, as the browser sends it
+            elif kind in ("selectbox", "radio"):
                 opts = list(proto.options)
                 if kind == "selectbox":
                     w.string_value = str(value) if str(value) in opts else opts[int(value)]
-                else:
+                else:  # radio: index into options, as the browser sends it
                     w.int_value = opts.index(str(value)) if str(value) in opts else int(value)
             elif isinstance(value, float):
                 w.double_value = value
@@ -82,6 +127,9 @@ class StreamlitSession:
                 w.int_value = value
             else:
                 w.string_value = str(value)
+            states[label] = self.states[proto.id] = w
+        for w in states.values():
+            cs.widget_states.widgets.add().CopyFrom(w)
         self.widgets = {}  # every run sends all of its elements again: keep only the latest run's
         t0 = time.perf_counter()
         await self.ws.send(back.SerializeToString())
@@ -100,8 +148,8 @@ class StreamlitSession:
             elif kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
                 self.page_hash = msg.navigation.page_script_hash
-            elif kind == "page_info_changed":
-                pass
+            elif kind == "page_info_changed":  # st.query_params changed: the browser's URL follows
+                self.query_string = msg.page_info_changed.query_string
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 el = msg.delta.new_element
                 t = el.WhichOneof("type")

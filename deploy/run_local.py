@@ -189,6 +189,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=8080, help="nginx listens on 127.0.0.1:PORT")
     ap.add_argument("--base-port", type=int, default=8601, help="replicas on BASE, BASE+1, …")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on `kill` too
     ports = [args.base_port + i for i in range(args.replicas)]
     with cluster(args.replicas, port=args.port, replica_ports=ports, keep=True) as c:
         print(f"nginx: {c.url}  ->  " + ", ".join(r.addr for r in c.replicas), flush=True)
