@@ -20,7 +20,8 @@ st.caption(f"A {N_LAYERS}-layer, {N_HEADS}-head, attention-only decoder (d_model
            f"vocabulary = token ids 0–{CAUSAL_CONFIG.vocab_size - 1}, at most {CAUSAL_CONFIG.max_positions} "
            "positions) trained on this machine by `python -m transformer_core.train_causal` with the **causal mask** "
            "on, on random tokens whose second half repeats the first. The first half cannot be predicted; the repeat "
-           "can — by an **induction head** (Olsson et al. 2022; Elhage et al. 2021). The sidebar does not apply here.")
+           "can — by an **induction head** (Olsson et al. 2022; Elhage et al. 2021). "
+           "The sidebar does not apply here.")
 
 try:
     log = training_log()
@@ -138,7 +139,8 @@ score_col = dict(format="%.2f", min_value=0.0, max_value=1.0)
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="causal_scores", column_config={
     name: st.column_config.ProgressColumn(name, **score_col) for name in rows[0] if name not in ("layer", "head")})
 st.caption("**Previous-token score**: mean weight on key = query − 1. **Induction score**: mean weight, over the "
-           "second period's queries, on the token *after* the previous occurrence of the current token (key = query − "
+           "second period's queries, on the token *after* the previous occurrence of the current token "
+           "(key = query − "
            "period + 1). Held out = 64 random sequences of period 24 repeated once (seed 12345, never seen in "
            f"training), checkpoint {step}; held-out loss there: {held['loss']['first']:.2f} nats on the first period, "
            f"{held['loss']['repeat']:.2f} on the repeat.")

@@ -226,8 +226,8 @@ def verify_weights(path: Path = WEIGHTS_PATH, expected_sha256: str | None = None
     try:
         actual = sha256_of(path)
     except OSError as err:
-        raise CausalUnavailable(f"causal model weights missing at {path}: {err}. "
-                                "Restore the file from git or rerun `python -m transformer_core.train_causal --write`.") from err
+        raise CausalUnavailable(f"causal model weights missing at {path}: {err}. Restore the file from git "
+                                "or rerun `python -m transformer_core.train_causal --write`.") from err
     if actual != expected:
         raise CausalUnavailable(
             f"causal model weights at {path} are not the committed ones (SHA-256 {actual}, expected {expected}): "

@@ -183,8 +183,8 @@ def build_trace(args: argparse.Namespace) -> Trace:
 
 
 def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
-    """The trained causal model (:mod:`transformer_core.causal`) on one sequence of token ids (``--text "5 17 3 5 17 3"``),
-    checkpoint ``--step`` (default final), causal mask on unless ``--no-causal``.
+    """The trained causal model (:mod:`transformer_core.causal`) on one sequence of token ids
+    (``--text "5 17 3 5 17 3"``), checkpoint ``--step`` (default final), causal mask on unless ``--no-causal``.
 
     Raises:
         UsageError: toy/MiniLM-only options, ids that are not 0…63, more than 48 tokens, an unknown step.
