@@ -2,6 +2,7 @@
 
     python -m transformer_core.train_causal            # train, print loss curve and head scores
     python -m transformer_core.train_causal --write    # ... and rewrite the committed weights + log
+    python -m transformer_core.train_causal --plot loss.html   # ... and the loss curve as an offline HTML figure
 
 Task (Olsson et al., "In-context Learning and Induction Heads", 2022; Elhage et al., "A Mathematical
 Framework for Transformer Circuits", 2021): each step draws a period ``p`` in ``PERIODS`` and a batch
@@ -61,7 +62,7 @@ def train(config: CausalConfig = CAUSAL_CONFIG, steps: int = STEPS, *, batch: in
         losses, checkpoints = [], {}
         start = time.perf_counter()
         for step in range(steps + 1):
-            if step in checkpoint_steps:
+            if step in checkpoint_steps or step == steps:  # the final model is always kept
                 checkpoints[step] = {k: v.detach().clone() for k, v in model.state_dict().items()}
             if step == steps:
                 break
@@ -111,6 +112,7 @@ def write(result: dict, config: CausalConfig, weights_path: Path = WEIGHTS_PATH,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--plot", metavar="HTML", help="write the loss curve (checkpoints marked) to this HTML file")
     parser.add_argument("--write", action="store_true",
                         help="rewrite the committed weights, training log and WEIGHTS_SHA256")
     args = parser.parse_args(argv)
@@ -130,6 +132,16 @@ def main(argv: list[str] | None = None) -> int:
         for layer, row in enumerate(scores[name]):
             print(f"{name:>14} L{layer}: " + " ".join(f"H{h}={v:.2f}" for h, v in enumerate(row)))
     print(f"in-context loss: first period {scores['loss']['first']:.3f}, repeats {scores['loss']['repeat']:.3f}")
+    if args.plot:
+        import plotly.graph_objects as go
+
+        fig = go.Figure(go.Scatter(y=losses, mode="lines", name="loss"))
+        for s in result["checkpoints"]:
+            fig.add_vline(x=s, line=dict(color="#bbbbbb", dash="dot"))
+        fig.update_layout(title="Causal model: training loss (dotted: checkpoints)", xaxis_title="step",
+                          yaxis_title="loss (nats)")
+        fig.write_html(args.plot, include_plotlyjs=True)
+        print(f"wrote {args.plot}")
     if args.write:
         digest = write(result, config)
         print(f"wrote {WEIGHTS_PATH} ({WEIGHTS_PATH.stat().st_size / 1e6:.2f} MB, SHA-256 {digest})")
