@@ -89,3 +89,13 @@ def test_corrupt_weights_clear_error_other_pages_work(monkeypatch):
 def test_bad_url_falls_back(query):
     at = _open(**query)
     assert any("ignored" in w.value for w in at.warning)
+
+
+def test_new_random_sequence_and_period():
+    at = _open()
+    at.button[0].click().run()
+    assert at.number_input(key="causal_seed").value == 1
+    assert at.text_input(key="causal_text").value == " ".join(map(str, generate(16, 1)))
+    at.number_input(key="causal_period").set_value(24).run()
+    assert at.text_input(key="causal_text").value == " ".join(map(str, generate(24, 1)))
+    assert "**Period 24**" in at.markdown[0].value and at.query_params["period"] == "24"
