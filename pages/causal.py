@@ -103,8 +103,11 @@ if not mask_on:
                f"(mean over layers, heads and queries) to tokens *after* them, which training never allowed. "
                f"Loss on this sequence: **{loss['all']:.2f}** nats without the mask vs **{ref_loss['all']:.2f}** with "
                "it" + (f" (repeat: {loss['repeat']:.2f} vs {ref_loss['repeat']:.2f})" if "repeat" in loss else "")
-               + ". The heads were never trained to use (or ignore) the future, so their patterns smear and the "
-               "prediction changes; a real language model would also be cheating — reading the answer.",
+               + ". " + ("Lower: a query can now read the very token it must predict — cheating, which a language "
+                        "model generating text cannot do (the future does not exist yet)."
+                        if loss["all"] < ref_loss["all"] else
+                        "Higher: the heads were never trained to ignore the future, so their patterns smear over "
+                        "tokens they do not understand, and the induction heads lose their stripe."),
                icon=":material/visibility:")
 
 # ------------------------------------------------------------------ overview
