@@ -103,14 +103,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repeat of the first two interactions")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--only", default="", help="run only the interactions whose name contains this text")
     args = parser.parse_args()
     repeats = 1 if args.quick else args.repeats
-    cases = INTERACTIONS[:2] if args.quick else INTERACTIONS
+    cases = INTERACTIONS[:2] if args.quick else [i for i in INTERACTIONS if args.only in i[0]]
     print(f"# Click to drawn — median of {repeats}; load average at start {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores\n")
     print("| settings | server CPU per rerun, trace cached (s) | … trace computed (s) | figure bytes |")
     print("|---|---:|---:|---:|")
-    for name, query in (("explorer, default text", {}), ("explorer, 128 tokens × 12 heads", INTERACTIONS[1][2])):
+    for name, query in (("explorer, default text", {}), ("explorer, 128 tokens × 12 heads", INTERACTIONS[1][2]))[
+            :0 if args.only else 2]:
         cold, warm, payload = server_cpu(query, repeats)
         print(f"| {name} | {warm:.3f} | {cold:.3f} | {payload / 1e6:.2f} MB |")
     print()

@@ -268,6 +268,6 @@ def test_up_to_512_tokens_overview_pooled_and_the_open_head_at_full_resolution()
     assert z.shape == (512, 512) and meta["batch"] == 0  # the model's own limit, [CLS] … [SEP]
     np.testing.assert_allclose(np.nansum(z, axis=1), 1.0, atol=1e-4)
     ov = overview_of(at)["layout"]["meta"]
-    assert ov["n"] == 512 and ov["pool"] == 8 and ov["tile"] == 64
+    assert ov["n"] == 512 and ov["pool"] == 16 and ov["tile"] == 32
     assert not any("built-in example" in c.value for c in at.caption)  # a long text is used alone
     assert sum(len(c.proto.spec) for c in at.get("plotly_chart")) < 4.5e6  # 512² float32 focus ≈ 1.4 MB of it

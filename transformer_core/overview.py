@@ -29,7 +29,7 @@ from .figures import SEQUENTIAL, label
 from .trace import Trace
 
 TILE_TRACE = 1  # curve number of the tile-centre markers
-MAX_TILE = 64  # cells per tile side; longer inputs are pooled (a tile is ~60 px wide on screen anyway)
+MAX_TILE = 32  # cells per tile side; longer inputs are pooled (a tile is ~55 px wide at 1280 px: more cells could not be seen)
 
 
 def gutter_for(m: int) -> int:
