@@ -36,7 +36,7 @@ that started after t0), every ``[data-testid="stPlotlyChart"]`` holds a drawn ``
 so the quiet wait is not counted. Both functions know nothing of the pages' layout.
 
 Sizes 16, 128 and 512 tokens (MiniLM: ``[CLS]`` + words + ``[SEP]``; toy: words). Our pages cut
-at 128 tokens (and 2000 characters): the "shown" column gives the count they draw.
+at 128 tokens (MiniLM at 512, its own limit; 4000 characters): the "shown" column gives the count they draw.
 
 Usage::
 
@@ -396,7 +396,9 @@ def tokens_shown(model: str, text: str) -> int:
     if model == "minilm":
         from transformer_core.tokenize import load_wordpiece
 
-        return min(len(load_wordpiece().encode(sentences[0], add_special_tokens=True).ids), MAX_TOKENS)
+        from ui.minilm import MAX_MINILM_TOKENS
+
+        return min(len(load_wordpiece().encode(sentences[0], add_special_tokens=True).ids), MAX_MINILM_TOKENS)
     return batch_tokens(list(sentences), "word", MAX_TOKENS).lengths[0]
 
 
