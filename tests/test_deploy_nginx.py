@@ -18,6 +18,7 @@ import re
 import string
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -181,3 +182,57 @@ def test_rendered_config_passes_nginx_t(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert conf.read_text().count("server 127.0.0.1:86") == 3
+
+
+@needs_nginx
+def test_browser_reconnects_to_a_live_replica_with_its_url_state():
+    """A student's page whose replica dies reconnects through nginx to the other one and gets
+    its sentence back from its URL (Streamlit's own client reconnects; the view is re-created)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser_utils import browser, chromium_missing
+
+    if chromium_missing():
+        print(f"test_browser_reconnects…: SKIPPED — {chromium_missing()}")
+        pytest.skip(chromium_missing())
+    word = marker()
+    with run_local.cluster(2, timeout=120) as c, browser() as b:
+        ctx = b.new_context()
+        page = ctx.new_page()
+        page.goto(f"{c.url}/?text=The+{word}+sat+on+the+mat&causal=1")
+        box = page.get_by_role("textbox", name="Sentences (one per line)", exact=True)
+        page.wait_for_function("(w) => { const t = document.querySelector('textarea'); return t && t.value.includes(w); }",
+                               arg=word, timeout=120_000)
+        cookie = next(f"{k['name']}={k['value']}" for k in ctx.cookies() if k["name"] == "ae_route")
+        served = c.replica_for(get(c.url + "/_stcore/health", cookie=cookie).headers["X-AE-Upstream"])
+        page.evaluate("""() => { window.__sawStatus = false;
+            new MutationObserver(() => { if (document.querySelector('[data-testid="stStatusWidget"]'))
+                window.__sawStatus = true; }).observe(document.body, {subtree: true, childList: true}); }""")
+        c.replicas[served].kill()
+        # Streamlit's client notices (its connection status shows), reconnects through nginx to the
+        # other replica and reruns there with the page's URL: the sentence comes back.
+        page.wait_for_function("(w) => { const t = document.querySelector('textarea');"
+                               " return window.__sawStatus && !!t && t.value.includes(w)"
+                               " && !document.querySelector('[data-testid=\"stStatusWidget\"]'); }",
+                               arg=word, timeout=90_000)
+        # The page is live on the survivor: a click reruns there (the status shows, then the
+        # sentence and a drawn heatmap are back).
+        page.evaluate("() => { window.__sawStatus = false; }")
+        page.get_by_test_id("stSidebarUserContent").get_by_text("Causal mask", exact=True).click()
+        page.wait_for_function("(w) => { const t = document.querySelector('textarea');"
+                               " return window.__sawStatus && !!t && t.value.includes(w)"
+                               " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+                               " && !!document.querySelector('.js-plotly-plot g.hm image'); }",
+                               arg=word, timeout=90_000)
+        assert f"text=The+{word}+sat" in page.url
+        ctx.close()  # nginx logs a websocket when it closes
+        survivor = 1 - served
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            streams = [line for line in c.access_log.read_text().splitlines()
+                       if "/_stcore/stream" in line and f"route={cookie.split('=', 1)[1]}" in line]
+            if any(line.rstrip().split("upstream=")[1].split(" rt=")[0].split(",")[-1].strip()
+                   == c.replicas[survivor].addr for line in streams):
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"no websocket of the page reached the surviving replica: {streams}")
