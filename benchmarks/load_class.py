@@ -6,9 +6,10 @@
 
 Every session behaves like a student's browser: a page load (GET /, which sets nginx's route
 cookie), then Streamlit's websocket (benchmarks/st_session.py) with its own sentence in the URL
-(with a word no other session uses: a whole token for both models), then every 3–6 s (``--think``) one action: toggle the causal
-or padding mask, change n_heads, the head or the fixed 0–1 scale, switch between the explorer, MiniLM and lesson
-(masks lab, pipeline) pages, or type a new sentence. Every run's messages are searched for every
+(with a word no other session uses: a whole token for both models), then every 3–6 s
+(``--think``) one action: toggle the causal or padding mask, change n_heads, the head or the
+fixed 0–1 scale, switch between the explorer, MiniLM and lesson (masks lab, pipeline) pages, or
+type a new sentence. Every run's messages are searched for every
 other session's words (a cross-session leak) and for its own (every page shows it).
 
 Prints per configuration: sessions, errors (exceptions, failed runs, timeouts, lost websockets),
@@ -230,7 +231,8 @@ def main() -> None:
                            p50=pct(stats.reruns, .5), p95=pct(stats.reruns, .95),
                            max=max(stats.reruns, default=float("nan")),
                            cpu_ms=1000 * cpu / max(1, len(stats.reruns) + len(stats.opens)),
-                           rss=" / ".join(f"{a:.0f}→{b:.0f}→{e:.0f}" for a, b, e in zip(rss_start, rss_peak, rss_end)),
+                           rss=" / ".join(f"{a:.0f}→{b:.0f}→{e:.0f}"
+                                          for a, b, e in zip(rss_start, rss_peak, rss_end)),
                            load=load)
                 rows.append(row)
                 print(f"\n== {replicas} replica(s), {n} sessions, {wall:.0f} s: {len(stats.reruns)} reruns "

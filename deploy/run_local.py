@@ -7,9 +7,9 @@
 Uses the same nginx snippet as compose.yaml (deploy/nginx.conf): its upstream `server` lines are
 replaced by the loopback replicas, its `listen` by the chosen port, its paths by a scratch folder
 (nginx runs with `-p <folder>`, `daemon off`). All replicas share one `server.cookieSecret`
-(STREAMLIT_SERVER_COOKIE_SECRET; Streamlit refuses it as a flag), so Streamlit's XSRF cookie from one replica is valid on another after a
-failover. Ctrl+C stops everything. Also imported by tests/test_deploy_nginx.py and
-benchmarks/load_class.py (:func:`cluster`).
+(STREAMLIT_SERVER_COOKIE_SECRET; Streamlit refuses it as a flag), so Streamlit's XSRF cookie
+from one replica is valid on another after a failover. Ctrl+C stops everything. Also imported
+by tests/test_deploy_nginx.py and benchmarks/load_class.py (:func:`cluster`).
 """
 from __future__ import annotations
 
@@ -159,7 +159,8 @@ def cluster(replicas: int = 2, port: int | None = None, replica_ports: list[int]
                 [python, "-m", "streamlit", "run", "app.py", "--server.port", str(p),
                  "--server.address", "127.0.0.1", "--server.headless", "true",
                  "--browser.gatherUsageStats", "false"],
-                cwd=ROOT, env={**os.environ, "STREAMLIT_SERVER_COOKIE_SECRET": secret}, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+                cwd=ROOT, env={**os.environ, "STREAMLIT_SERVER_COOKIE_SECRET": secret},
+                stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
             started.append(Replica(p, proc, log))
         for r in started:
             wait_until(lambda r=r: healthy(f"http://{r.addr}/_stcore/health"), timeout,

@@ -185,6 +185,7 @@ def test_rendered_config_passes_nginx_t(tmp_path):
 
 
 @needs_nginx
+@pytest.mark.browser
 def test_browser_reconnects_to_a_live_replica_with_its_url_state():
     """A student's page whose replica dies reconnects through nginx to the other one and gets
     its sentence back from its URL (Streamlit's own client reconnects; the view is re-created)."""
@@ -200,7 +201,8 @@ def test_browser_reconnects_to_a_live_replica_with_its_url_state():
         page = ctx.new_page()
         page.goto(f"{c.url}/?text=The+{word}+sat+on+the+mat&causal=1")
         box = page.get_by_role("textbox", name="Sentences (one per line)", exact=True)
-        page.wait_for_function("(w) => { const t = document.querySelector('textarea'); return t && t.value.includes(w); }",
+        page.wait_for_function("(w) => { const t = document.querySelector('textarea');"
+                               " return !!t && t.value.includes(w); }",
                                arg=word, timeout=120_000)
         cookie = next(f"{k['name']}={k['value']}" for k in ctx.cookies() if k["name"] == "ae_route")
         served = c.replica_for(get(c.url + "/_stcore/health", cookie=cookie).headers["X-AE-Upstream"])
