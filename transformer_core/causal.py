@@ -22,7 +22,6 @@ never from the process-global RNG (as :func:`transformer_core.encoder.build_seed
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -32,6 +31,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .checksums import require_sha256, sha256_of  # noqa: F401  (sha256_of: re-exported)
 from .attention import MultiHeadAttention
 from .encoder import init_parameters
 from .masks import causal_mask
@@ -207,14 +207,6 @@ def head_scores(model: CausalLM, *, batch: int = 64, period: int = 24, length: i
 # ---------------------------------------------------------------- weights on disk
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def verify_weights(path: Path = WEIGHTS_PATH, expected_sha256: str | None = None) -> None:
     """Check that ``path`` exists and its SHA-256 is ``expected_sha256`` (default :data:`WEIGHTS_SHA256`).
 
@@ -222,17 +214,12 @@ def verify_weights(path: Path = WEIGHTS_PATH, expected_sha256: str | None = None
         CausalUnavailable: missing / unreadable file, or a different hash (the message names both
             hashes and how to regenerate the file).
     """
-    expected = WEIGHTS_SHA256 if expected_sha256 is None else expected_sha256
-    try:
-        actual = sha256_of(path)
-    except OSError as err:
-        raise CausalUnavailable(f"causal model weights missing at {path}: {err}. Restore the file from git "
-                                "or rerun `python -m transformer_core.train_causal --write`.") from err
-    if actual != expected:
-        raise CausalUnavailable(
-            f"causal model weights at {path} are not the committed ones (SHA-256 {actual}, expected {expected}): "
-            "restore the file from git (`git checkout -- transformer_core/data/causal_model.safetensors`) "
-            "or retrain with `python -m transformer_core.train_causal --write`.")
+    require_sha256(path, WEIGHTS_SHA256 if expected_sha256 is None else expected_sha256, CausalUnavailable,
+                   what="causal model weights",
+                   unreadable_fix="restore the file from git or rerun `python -m transformer_core.train_causal --write`",
+                   mismatch="are not the committed ones (SHA-256 {actual}, expected {expected}): restore the file "
+                            "from git (`git checkout -- transformer_core/data/causal_model.safetensors`) or retrain "
+                            "with `python -m transformer_core.train_causal --write`.")
 
 
 def checkpoint_steps(path: Path = WEIGHTS_PATH) -> list[int]:

