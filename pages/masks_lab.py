@@ -75,7 +75,8 @@ with tabs[0]:
                 f"{kind}_masked_scores")
         L.chart(L.pattern_figure(g["weights"], rows, rows, "Weights = softmax by row", visible=g["mask"],
                                  zrange=(0.0, top), section=kind), f"masks_{kind}_weights", cols[2], f"{kind}_weights")
-        st.caption(f"The three masks share one colour range: scores −{bound:.3g} … {bound:.3g}, weights 0 … {top:.3g}.")
+        st.caption(f"Causal, padding and both share one colour range (switch between them to compare): "
+                   f"scores −{bound:.3g} … {bound:.3g}, weights 0 … {top:.3g}.")
 
 # 2 · two conventions from the seeds ----------------------------------------------------------------
 with tabs[1]:

@@ -286,7 +286,9 @@ def slide_figure(fig: go.Figure, title: str, subtitle: str) -> go.Figure:
     if fig.layout.height:  # on screen (HTML) keep the plot area the builder chose; files get --width/--height
         fig.update_layout(height=fig.layout.height + 90)
     fig.update_layout(
+        # yref="container": the app's figures put their caption under the plot (yref="paper", y=0)
         title=dict(text=html.escape(title), font=dict(size=18), x=0.01, xanchor="left", y=0.98, yanchor="top",
+                   yref="container", automargin=False, pad=dict(t=0, b=0),
                    subtitle=dict(text=html.escape(subtitle), font=dict(size=12, color="#555"))),
         margin=dict(t=130, l=10, r=10, b=20),
     )

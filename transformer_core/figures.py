@@ -134,13 +134,14 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
             title: str = "", meta: dict | None = None, row_title: str = "query", col_title: str = "key",
             height: int | None = None, show_scale: bool = True, scale_title: str = "",
             row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
-            empty_note: str = "no visible key: weights 0") -> go.Figure:
+            empty_note: str = "no visible key: weights 0", width_px: int = FOCUS_WIDTH_PX) -> go.Figure:
     """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
 
     ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
     marks rows with no visible key. Labels must already be escaped and unique (see :func:`label`):
     they are the axis categories, so the hover names both tokens from ``O(n)`` strings.
     ``row_ticks``/``col_ticks`` are the (shorter) tick texts, default the labels themselves.
+    ``width_px``: about how wide the figure is drawn; x labels that would not fit turn vertical.
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     n_rows, n_cols = matrix.shape
@@ -174,7 +175,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
     longest = max((len(html.unescape(col_ticks[i])) for i in xticks), default=1)
     # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
-    angle = 0 if longest * 7 <= FOCUS_WIDTH_PX / max(1, len(xticks)) else -90
+    angle = 0 if longest * 7 <= width_px / max(1, len(xticks)) else -90
     size = height or (390 if n_rows <= 24 else 520)
     layout = dict(
         # automargin: the title pushes the plot down instead of sitting on the top tick labels

@@ -39,7 +39,7 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     bind_url(f"{key_prefix}all", "all", (False, True), False, to_text=lambda v: "1" if v else "0")
     layer_key, batch_key = f"{key_prefix}layer", f"{key_prefix}batch"
     many = sentences is not None and len(sentences) > 1
-    widths = [4.4] + [1.4] * many + [1.1] * (n_layers > 1) + [1.1, 1.8]
+    widths = [5.4] + [1.4] * many + [1.0] * (n_layers > 1) + [1.0, 1.7]  # the stage buttons need ~480 px
     left, *pickers, middle, right = st.columns(widths, vertical_alignment="bottom")
     batch = layer = 0
     if many:

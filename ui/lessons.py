@@ -24,6 +24,7 @@ from transformer_core.trace import Trace, build_mask
 from .state import Settings
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
+PANEL_WIDTH_PX = 250  # lesson figures stand two or three across: about this wide at 1280 px
 LESSON_TOKENS = 24  # tokens per sentence on the lesson pages (figures stay readable)
 EXAMPLE_SENTENCE = "Hi there!"  # second sentence when the learner typed only one
 MASK_COLOURS = [[0.0, "#a6a6a6"], [0.5, "#a6a6a6"], [0.5, "#2c7bb6"], [1.0, "#2c7bb6"]]  # blocked, may attend
@@ -98,7 +99,7 @@ def mask_figure(mask: np.ndarray, rows: list[str], cols: list[str], title: str, 
     """A boolean mask as a two-colour matrix: 1 = may attend (blue), 0 = blocked (grey)."""
     mask = np.asarray(mask, bool)
     fig = figures.heatmap(mask.astype(np.float32), rows, cols, zrange=(0.0, 1.0), colorscale=MASK_COLOURS,
-                          title=title, meta={"kind": "mask", **meta})
+                          title=title, meta={"kind": "mask", **meta}, width_px=PANEL_WIDTH_PX)
     words = np.where(mask, "may attend", "blocked")
     where = np.dstack(np.broadcast_arrays(np.asarray(rows, object)[:, None], np.asarray(cols, object)[None, :]))
     fig.update_traces(selector=dict(type="heatmap"), text=words.tolist(), customdata=where,
@@ -124,7 +125,7 @@ def pattern_figure(matrix: np.ndarray, rows: list[str], cols: list[str], title: 
     return _titled(figures.heatmap(matrix, rows, cols, visible=visible, empty_rows=empty, zrange=zrange,
                                    colorscale=figures.DIVERGING if signed else figures.SEQUENTIAL, title=title,
                                    height=height, show_scale=show_scale, empty_note=empty_note,
-                                   meta={"kind": "pattern", **meta}))
+                                   meta={"kind": "pattern", **meta}, width_px=PANEL_WIDTH_PX))
 
 
 def feature_figure(matrix: np.ndarray, rows: list[str], title: str, *, n_heads: int | None = None,
