@@ -88,7 +88,11 @@ def text_table(matrix: np.ndarray, rows: list[str], cols: list[str], digits: int
 # ---------------------------------------------------------------------------------------- figures
 def _titled(fig):
     """Room for the title above the top axis (``figures.heatmap`` puts the key ticks and their title
-    on top, where they would overlap the figure title)."""
+    on top, where they would overlap the figure title), and the colour bar under the plot: lesson
+    panels stand two or three across, too narrow to give a vertical bar its width."""
+    fig.update_traces(selector=dict(type="heatmap"), colorbar=dict(orientation="h", y=-0.04, yanchor="top",
+                                                                   thickness=8, len=1.0, title=None))
+    fig.update_layout(margin_b=40)
     if fig.layout.title.text:
         fig.update_layout(title=dict(yref="container", y=0.99, yanchor="top", x=0.01, xanchor="left"),
                           margin_t=110, height=fig.layout.height + 70)
