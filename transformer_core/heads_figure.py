@@ -22,36 +22,16 @@ resent) when the learner focuses another head.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import plotly.graph_objects as go
 
 from .figures import DIVERGING, SEQUENTIAL, SIGNED_STAGES, label
-from .overview import gutter_for, pool_for
+from .overview import block_reduce, gutter_for, pool_for
 from .trace import PATTERN_STAGES, Trace
 
 MAX_TILE = 64  # cells per tile side; a tile is ~80 px wide on screen, so more could not be seen anyway
 MARKER_TRACE = 1  # curve number of the tile-centre markers
 _ROW_TAG, _COL_TAG = "\u200b", "\u2060"  # invisible characters that make each tile row's/column's labels unique
-
-
-def block_reduce(matrix: np.ndarray, step_r: int, step_c: int, how: str) -> np.ndarray:
-    """``how`` ∈ {"max", "mean"} over ``step_r × step_c`` blocks of the last two axes, ignoring NaN.
-
-    ``[..., rows, cols]`` → ``[..., ceil(rows/step_r), ceil(cols/step_c)]``; an all-NaN block gives NaN.
-    """
-    if step_r == step_c == 1:
-        return matrix
-    *lead, rows, cols = matrix.shape
-    m_r, m_c = -(-rows // step_r), -(-cols // step_c)
-    padded = np.full((*lead, m_r * step_r, m_c * step_c), np.nan, dtype=np.float32)
-    padded[..., :rows, :cols] = matrix
-    blocks = padded.reshape(*lead, m_r, step_r, m_c, step_c)  # [..., m_r, step_r, m_c, step_c]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN blocks → NaN, as documented
-        reduce = np.nanmax if how == "max" else np.nanmean
-        return reduce(blocks, axis=(-3, -1)).astype(np.float32)
 
 
 def _pooled_labels(tokens, n: int, step: int, role: str) -> list[str]:

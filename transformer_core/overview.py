@@ -21,6 +21,7 @@ Conventions of :mod:`transformer_core.figures`: tokens HTML-escaped, blocked cel
 from __future__ import annotations
 
 import html
+import warnings
 
 import numpy as np
 import plotly.graph_objects as go
@@ -42,16 +43,22 @@ def pool_for(n: int, max_tile: int = MAX_TILE) -> int:
     return max(1, -(-n // max_tile))
 
 
-def block_max(matrix: np.ndarray, step: int) -> np.ndarray:
-    """Max over ``step × step`` blocks of the last two axes, ignoring NaN (all-NaN block → NaN)."""
-    if step == 1:
+def block_reduce(matrix: np.ndarray, step_r: int, step_c: int, how: str) -> np.ndarray:
+    """``how`` ∈ {"max", "mean"} over ``step_r × step_c`` blocks of the last two axes, ignoring NaN.
+
+    ``[..., rows, cols]`` → ``[..., ceil(rows/step_r), ceil(cols/step_c)]``; an all-NaN block gives NaN.
+    """
+    if step_r == step_c == 1:
         return matrix
     *lead, rows, cols = matrix.shape
-    m_r, m_c = -(-rows // step), -(-cols // step)
-    padded = np.full((*lead, m_r * step, m_c * step), np.nan, dtype=matrix.dtype)
+    m_r, m_c = -(-rows // step_r), -(-cols // step_c)
+    padded = np.full((*lead, m_r * step_r, m_c * step_c), np.nan, dtype=np.float32)
     padded[..., :rows, :cols] = matrix
-    blocks = padded.reshape(*lead, m_r, step, m_c, step)
-    return np.fmax.reduce(np.fmax.reduce(blocks, axis=-1), axis=-2)
+    blocks = padded.reshape(*lead, m_r, step_r, m_c, step_c)  # [..., m_r, step_r, m_c, step_c]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN blocks → NaN, as documented
+        reduce = np.nanmax if how == "max" else np.nanmean
+        return reduce(blocks, axis=(-3, -1)).astype(np.float32)
 
 
 def tiled_weights(trace: Trace, batch: int = 0, hide_keys: np.ndarray | None = None,
@@ -72,7 +79,8 @@ def tiled_weights(trace: Trace, batch: int = 0, hide_keys: np.ndarray | None = N
     z = np.full((n_layers * (m + g) - g, n_heads * (m + g) - g), np.nan, dtype=np.float32)
     for layer in range(n_layers):
         weights = trace.stage("weights", layer)[batch]  # [head, query_pos, key_pos]
-        tiles = block_max(np.where(visible[None] & np.isfinite(weights), weights, np.nan).astype(np.float32), step)
+        tiles = block_reduce(np.where(visible[None] & np.isfinite(weights), weights, np.nan).astype(np.float32),
+                             step, step, "max")
         top = layer * (m + g)
         for head in range(n_heads):
             left = head * (m + g)

@@ -67,8 +67,7 @@ def _focus_head(key: str, head_key: str) -> None:
     event = st.session_state.get(key) or {}
     head = picked_head((event.get("selection") or {}).get("points"))
     if head is not None:
-        st.session_state[head_key] = head
-        st.query_params["head"] = str(head)
+        st.session_state[head_key] = head  # bind_url writes it into the URL on the rerun
 
 
 def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool, all_large: bool,
