@@ -49,10 +49,10 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
                                          help="Which sentence of the batch to look at (one per line in the sidebar).")
     if n_layers > 1:
         bind_url(layer_key, "layer", range(n_layers), 0)
-        layer = pickers.pop(0).selectbox("Layer", range(n_layers), key=layer_key, format_func=lambda i: f"layer {i}")
+        layer = pickers.pop(0).selectbox("Layer", range(n_layers), key=layer_key)  # bare numbers: narrow column
     stage = left.segmented_control("Stage", stages, key=stage_key, required=True,
                                    format_func=STAGE_LABELS.get, help="The step of attention to look at.")
-    head = middle.selectbox("Head", range(n_heads), key=head_key, format_func=lambda h: f"head {h}",
+    head = middle.selectbox("Head", range(n_heads), key=head_key,
                             help="The head drawn large. Or click a tile in the all-heads figure.")
     with right:
         fixed = st.toggle("Fixed 0–1 scale", key=f"{key_prefix}fixed",
