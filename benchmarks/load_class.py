@@ -95,7 +95,7 @@ class Stats:
 
 
 async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: float,
-                  think: tuple[float, float], rng: random.Random) -> None:
+                  think: tuple[float, float], rng: random.Random, only: tuple[str, ...] = ()) -> None:
     own = markers[i]
     others = [m.encode() for m in markers if m != own]
     try:
@@ -132,6 +132,8 @@ async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: f
             if page == "":
                 options += ["head", "fixed", "head"]
             options += ["type"]
+            if only:  # e.g. the soak: ("type", "page") — a new sentence every cycle, on every page
+                options = [o for o in options if o in only] or ["page"]
             action = rng.choice(options)
             kwargs: dict = {}
             if action == "causal":
@@ -161,6 +163,15 @@ async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: f
         await s.close()
 
 
+async def warm(url: str) -> None:
+    s = StreamlitSession(url)
+    await s.connect()
+    await s.rerun(urllib.parse.urlencode({"text": "the cat sat on the mat"}))
+    for page in ("minilm", "masks_lab", "pipeline", "causal", ""):
+        await s.rerun(page=page)
+    await s.close()
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -168,7 +179,8 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-async def run_class(url: str, n: int, duration: float, think, ramp: float, pids: list[int], seed: int):
+async def run_class(url: str, n: int, duration: float, think, ramp: float, pids: list[int], seed: int,
+                    only: tuple[str, ...] = (), after: float = 0):
     rng = random.Random(seed)
     markers: list[str] = []
     for _ in range(n):
@@ -181,20 +193,23 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
     samples = []
 
     async def sampler():
-        while time.time() < stop_at + 5:
+        while True:
             samples.append((time.time() - t0, [p.memory_info().rss / 2**20 for p in procs], os.getloadavg()[0]))
             await asyncio.sleep(5)
 
     async def delayed(i):
         await asyncio.sleep(ramp * i / max(1, n))
-        await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i))
+        await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i), only)
 
     smp = asyncio.create_task(sampler())
     await asyncio.gather(*(delayed(i) for i in range(n)))
-    smp.cancel()
     cpu = sum(p.cpu_times().user + p.cpu_times().system for p in procs) - cpu0
+    wall = time.time() - t0
+    samples.append((wall, [p.memory_info().rss / 2**20 for p in procs], os.getloadavg()[0]))
+    await asyncio.sleep(after)  # sessions closed: does memory come back?
+    smp.cancel()
     samples.append((time.time() - t0, [p.memory_info().rss / 2**20 for p in procs], os.getloadavg()[0]))
-    return stats, cpu, samples, time.time() - t0
+    return stats, cpu, samples, wall
 
 
 def main() -> None:
@@ -207,6 +222,10 @@ def main() -> None:
     ap.add_argument("--think", type=float, nargs=2, default=(3.0, 6.0))
     ap.add_argument("--url", help="an existing deployment (no replicas started; RSS/CPU not measured)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", default="", help="comma-separated actions to draw from, e.g. type,page for the soak "
+                    "(a new sentence every cycle); default: the whole mix")
+    ap.add_argument("--after", type=float, default=0,
+                    help="seconds to keep measuring RSS after the sessions close (e.g. 120)")
     args = ap.parse_args()
     rows = []
     for replicas in ([0] if args.url else args.replicas):
@@ -215,12 +234,14 @@ def main() -> None:
         try:
             url = args.url or c.url
             pids = [r.proc.pid for r in c.replicas] if c else []
-            # warm-up: each replica imports torch and loads MiniLM on its first sessions
-            asyncio.run(run_class(url, max(2, 2 * replicas), 3, (1, 2), 0, pids, seed=999))
+            # warm-up, straight to each replica: torch import, MiniLM load, every page once. The RSS
+            # after it is the "pre-load level" the end of each row is compared with.
+            for r in (c.replicas if c else []):
+                asyncio.run(warm(f"http://{r.addr}"))
             for n in args.sessions:
                 stats, cpu, samples, wall = asyncio.run(
                     run_class(url, n, args.duration, tuple(args.think), min(args.ramp, args.duration / 3),
-                              pids, args.seed + n))
+                              pids, args.seed + n, tuple(filter(None, args.only.split(","))), args.after))
                 rss_start = samples[0][1]
                 rss_peak = [max(s[1][k] for s in samples) for k in range(len(pids))]
                 rss_end = samples[-1][1]
@@ -242,8 +263,10 @@ def main() -> None:
                       f"CPU {row['cpu_ms']:.0f} ms/run; load avg (1 min, peak) {load:.1f}")
                 for e in (stats.errors + stats.leaks)[:10]:
                     print("   !", e)
+                step = max(1, len(samples) // 40)
                 print("   RSS MB per replica over time: " + "  ".join(
-                    f"{t:.0f}s:" + "/".join(f"{m:.0f}" for m in mem) for t, mem, _ in samples), flush=True)
+                    f"{t:.0f}s:" + "/".join(f"{m:.0f}" for m in mem)
+                    for k, (t, mem, _) in enumerate(samples) if k % step == 0 or k >= len(samples) - 2), flush=True)
         finally:
             if ctx:
                 ctx.__exit__(None, None, None)

@@ -4,13 +4,15 @@ from ui import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
 from transformer_core import figures
 from transformer_core.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
-from transformer_core.overview import overview_figure, picked_tile
-from ui import causal, head_view, state, views
+from transformer_core.overview import overview_figure
+from ui import callbacks, causal, head_view, state, views
 from ui.markdown import plain
 
 N_LAYERS, N_HEADS = CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads
@@ -38,21 +40,16 @@ state.bind_url("causal_step", "checkpoint", steps, steps[-1])
 state.bind_url("causal_mask", "causal_mask", (True, False), True, to_text=lambda v: "1" if v else "0")
 
 
-def _generate() -> None:
-    ss["causal_text"] = " ".join(map(str, causal.generate(ss["causal_period"], ss["causal_seed"])))
-
-
 if "causal_text" not in ss:
     raw = st.query_params.get("seq")
     ss["causal_text"] = raw[:400] if raw else " ".join(map(str, causal.generate(ss["causal_period"],
                                                                                 ss["causal_seed"])))
 c1, c2, c3 = st.columns([1, 1, 1.2], vertical_alignment="bottom")
 c1.number_input("Period (random tokens, then repeated)", min_value=2, max_value=CAUSAL_CONFIG.max_positions // 2,
-                key="causal_period", on_change=_generate,
+                key="causal_period", on_change=causal.regenerate,
                 help="How many random tokens before the sequence repeats itself; the sequence is that many twice.")
-c2.number_input("Random seed", min_value=0, max_value=99, key="causal_seed", on_change=_generate)
-c3.button("New random sequence", on_click=lambda: (ss.__setitem__("causal_seed", (ss["causal_seed"] + 1) % 100),
-                                                   _generate()), icon=":material/casino:")
+c2.number_input("Random seed", min_value=0, max_value=99, key="causal_seed", on_change=causal.regenerate)
+c3.button("New random sequence", on_click=causal.next_seed, icon=":material/casino:")
 text = st.text_input("Sequence (token ids 0–63, separated by spaces; edit freely)", key="causal_text")
 try:
     ids = parse_tokens(text)
@@ -113,18 +110,12 @@ if not mask_on:
 # ------------------------------------------------------------------ overview
 
 
-def _open_tile() -> None:
-    event = ss.get("causal_overview") or {}
-    tile = picked_tile((event.get("selection") or {}).get("points"), N_HEADS)
-    if tile is not None:
-        ss["causal_layer"], ss["causal_head"] = tile
-
-
 st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** (attention weights; rows = queries, columns = keys). "
             "Look for the **previous-token head** (the diagonal just below the main one) in layer 0 and the "
             "**induction stripe** (a diagonal offset by the period, in the second half) in layer 1. "
             "**Click a tile's centre** to open that head below.")
-st.plotly_chart(overview_figure(trace, 0, height=380), key="causal_overview", on_select=_open_tile,
+st.plotly_chart(overview_figure(trace, 0, height=380), key="causal_overview",
+                on_select=partial(callbacks.open_tile, "causal_overview", "causal_layer", "causal_head", N_HEADS),
                 selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
 

@@ -4,11 +4,13 @@ from ui import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import compute, state
+from ui import callbacks, compute, state
 from ui import lessons as L
 from ui.labels import sentence_label
 from ui.markdown import plain
@@ -40,8 +42,9 @@ left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
 state.bind_url("masks_batch", "sentence", range(len(pair)), shorter)
 state.bind_url("masks_head", "head", range(settings.n_heads), 0)
+sentence_labels = tuple(sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths)))
 batch = left.selectbox("Sentence", range(len(pair)), key="masks_batch",
-                       format_func=lambda b: sentence_label(b, " ".join(trace.tokens[b][:trace.lengths[b]])))
+                       format_func=partial(callbacks.label_of, sentence_labels))  # never a page lambda: see ui/callbacks
 head = right.selectbox("Head", range(settings.n_heads), key="masks_head",
                        help="Which head's scores to mask (the sidebar's n_heads sets how many there are).")
 tokens, length = trace.tokens[batch], trace.lengths[batch]
@@ -85,7 +88,8 @@ with tabs[1]:
         L.prose(PAGE, "conventions")
         state.bind_url("masks_empty_row", "row", range(n), 0)
         empty_row = st.selectbox("Query row whose every key we block (a row with no visible key)", range(n),
-                                 key="masks_empty_row", format_func=lambda i: f"{i}: {tokens[i]}")
+                                 key="masks_empty_row",
+                                 format_func=partial(callbacks.label_of, tuple(f"{i}: {t}" for i, t in enumerate(tokens))))
         conv = L.conventions(settings, batch, head, empty_row)
         cols = st.columns(3)
         shown = conv["mask"] | ~conv["ordinary"][:, None]  # ordinary rows: visible keys; the empty row: every cell

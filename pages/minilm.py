@@ -5,13 +5,14 @@ from ui import nav  # first, before the heavy imports below
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
 import math
+from functools import partial
 
 import streamlit as st
 
 from transformer_core import figures
-from transformer_core.overview import overview_figure, picked_tile
+from transformer_core.overview import overview_figure
 from transformer_core.pretrained import PretrainedUnavailable
-from ui import head_view, minilm, state, views
+from ui import callbacks, head_view, minilm, state, views
 from ui.labels import numbered, plural, sentence_label
 
 N_LAYERS, N_HEADS = 6, 12
@@ -38,33 +39,16 @@ except ValueError as err:
     st.stop()
 
 
-def _open(layer: int, head: int) -> None:
-    ss["minilm_layer"], ss["minilm_head"] = layer, head
-
-
-def _open_tile() -> None:
-    """A click on a tile centre of the overview (a selection of its transparent marker)."""
-    event = ss.get("minilm_overview") or {}
-    tile = picked_tile((event.get("selection") or {}).get("points"), N_HEADS)
-    if tile is not None:
-        _open(*tile)
-
-
-def _open_row() -> None:
-    """A selected row of the statistics table (rows are layer-major, whatever the sort)."""
-    event = ss.get("minilm_stats") or {}
-    rows = (event.get("selection") or {}).get("rows") or []
-    if rows:
-        _open(*divmod(int(rows[0]), N_HEADS))
-
-
 trace = summary["trace"]  # tokens and mask; one layer's stages are computed below, when it is open
 sentences_shown = [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.lengths)]
+labels = tuple(sentence_label(b, text, 60) for b, text in enumerate(sentences_shown))
+# widget callbacks from ui.callbacks, never this page's functions (they would keep this run alive)
+open_head = dict(layer_key="minilm_layer", head_key="minilm_head", n_heads=N_HEADS)
 state.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0)
 state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
 pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")
 batch = pick.selectbox("Sentence", range(len(sentences_shown)), key="minilm_batch",
-                       format_func=lambda b: sentence_label(b, sentences_shown[b], 60),
+                       format_func=partial(callbacks.label_of, labels),
                        help="Which sentence of the batch to look at (one per line in the sidebar).")
 hide_col.toggle("Hide attention to special tokens", key="minilm_hide_special",
                 help="Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
@@ -79,7 +63,8 @@ st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (
 # no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
 overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
                            tiles=summary["overview"][(batch, hide_keys is not None)])
-st.plotly_chart(overview, key="minilm_overview", on_select=_open_tile, selection_mode="points",
+st.plotly_chart(overview, key="minilm_overview", on_select=partial(callbacks.open_tile, "minilm_overview", **open_head),
+                selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
 if (pool := overview.layout.meta["pool"]) > 1:
     st.caption(f"Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of "
@@ -120,8 +105,8 @@ share = "Share of each query's attention that goes to {} keys (mean over real qu
 shown = stats.copy()
 shown[["cls_share", "sep_share", "pad_share"]] *= 100  # percentages, one format for every cell
 percent = dict(format="%.1f%%", min_value=0.0, max_value=100.0)
-st.dataframe(shown, key="minilm_stats", on_select=_open_row, selection_mode="single-row", hide_index=True,
-             height=320, column_config={
+st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "minilm_stats", **open_head),
+             selection_mode="single-row", hide_index=True, height=320, column_config={
                  "layer": st.column_config.NumberColumn("layer", width="small"),
                  "head": st.column_config.NumberColumn("head", width="small"),
                  "entropy": st.column_config.NumberColumn(

@@ -11,6 +11,8 @@ import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from ui import cache
+
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
@@ -30,6 +32,7 @@ app_test_module.PagesManager = _ServerLikePagesManager
 def new_app(**query) -> AppTest:
     """A fresh AppTest of the entrypoint with empty caches and the given URL query parameters."""
     st.cache_data.clear()
+    cache.clear_all()
     at = AppTest.from_file(APP, default_timeout=120)
     for key, value in query.items():
         at.query_params[key] = value

@@ -12,6 +12,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from transformer_core import masks
+from ui import cache as ui_cache
 
 APP = str(pathlib.Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/masks_lab.py"
@@ -70,6 +71,7 @@ def open_page(page, monkeypatch):
 
     monkeypatch.setattr(PagesManager, "__init__", init)
     st.cache_data.clear()
+    ui_cache.clear_all()
     app = AppTest.from_file(APP, default_timeout=120)
     app.switch_page(page).run()  # straight to the page, as a deep link does
     assert not app.exception, [e.message for e in app.exception]
@@ -81,6 +83,7 @@ def open_page(page, monkeypatch):
 def at(monkeypatch):
     yield open_page(PAGE, monkeypatch)
     st.cache_data.clear()
+    ui_cache.clear_all()
 
 
 SECTIONS = ["Causal and padding", "Two conventions", "Cached prefix", "Keys vs queries", "Dropout"]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import streamlit as st
 from test_page_masks_lab import open_page, z_of
+from ui import cache as ui_cache
 
 PAGE = "pages/pipeline.py"
 
@@ -48,6 +49,7 @@ def param_text(at):
 def at(monkeypatch):
     yield open_page(PAGE, monkeypatch)
     st.cache_data.clear()
+    ui_cache.clear_all()
 
 
 def test_runs_every_step_one_tab_at_a_time_and_no_nan(at):

@@ -10,6 +10,7 @@ import streamlit as st
 
 from apptest_utils import new_app
 from transformer_core import export, pretrained, tokenize
+from ui import cache as ui_cache
 
 PAGES = ("pages/explorer.py", "pages/masks_lab.py", "pages/pipeline.py", "pages/minilm.py")
 TEXT = "The cat sat on the mat.\nDogs bark!"
@@ -25,9 +26,11 @@ def no_wordpiece(request, monkeypatch, tmp_path):
         monkeypatch.setattr(pretrained, "model_dir", lambda: tmp_path)  # no weights there either
     tokenize.load_wordpiece.cache_clear()
     st.cache_data.clear()
+    ui_cache.clear_all()
     yield request.param
     tokenize.load_wordpiece.cache_clear()
     st.cache_data.clear()
+    ui_cache.clear_all()
 
 
 def _note(at) -> str:

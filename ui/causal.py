@@ -1,8 +1,8 @@
 """Cached compute for the trained-causal-model page: traces, head scores, loss curve figure.
 
 The model is loaded once per process per checkpoint (:func:`transformer_core.causal.load_causal_model`)
-and captured in a thread-private context, so sessions may run it at once. ``st.cache_data`` keys by
-value; :class:`~transformer_core.causal.CausalUnavailable` is raised, not cached.
+and captured in a thread-private context, so sessions may run it at once. :func:`~ui.cache.memo` keys
+traces by value (byte-bounded); the loss-curve figure, one per checkpoint, is ``st.cache_data``; :class:`~transformer_core.causal.CausalUnavailable` is raised, not cached.
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from transformer_core.causal import (CAUSAL_CONFIG, induction_score, previous_to
                                      run_causal, training_log)
 from transformer_core.trace import Trace
 
+from .cache import memo
+
 VOCAB = CAUSAL_CONFIG.vocab_size
 MAX_TOKENS = CAUSAL_CONFIG.max_positions
 
@@ -26,6 +28,18 @@ def generate(period: int, seed: int, length: int | None = None) -> list[int]:
     return repeated_tokens(1, period, length, VOCAB, torch.Generator().manual_seed(seed))[0].tolist()
 
 
+def regenerate() -> None:
+    """``on_change`` of the period and seed inputs: a new sequence of that period from that seed."""
+    ss = st.session_state
+    ss["causal_text"] = " ".join(map(str, generate(ss["causal_period"], ss["causal_seed"])))
+
+
+def next_seed() -> None:
+    """``on_click`` of "New random sequence": the next seed (0–99, wrapping) and its sequence."""
+    st.session_state["causal_seed"] = (st.session_state["causal_seed"] + 1) % 100
+    regenerate()
+
+
 def detect_period(ids: list[int]) -> int | None:
     """The smallest ``p`` with ``ids[i] == ids[i − p]`` for every ``i ≥ p``, if the sequence repeats at
     least 2 tokens of its first period; else None."""
@@ -35,7 +49,7 @@ def detect_period(ids: list[int]) -> int | None:
     return None
 
 
-@st.cache_data(max_entries=32, show_spinner="Running the causal model …")
+@memo("causal_trace")
 def causal_trace(ids: tuple[int, ...], step: int | None, causal: bool) -> Trace:
     """Every stage of checkpoint ``step`` on ``ids`` (see :func:`transformer_core.causal.run_causal`)."""
     return run_causal(list(ids), step=step, causal=causal)
@@ -45,7 +59,7 @@ def sequence_scores(trace: Trace, period: int | None) -> dict:
     """Previous-token and induction score ``[layer][head]`` on this one sequence (induction: None without a period)."""
     out = {"previous_token": [], "induction": []}
     for layer in range(trace.n_layers):
-        w = torch.from_numpy(trace.stage("weights", layer))  # [batch, head, query_pos, key_pos]
+        w = torch.tensor(trace.stage("weights", layer))  # a copy: cached arrays are read-only; [batch, head, query_pos, key_pos]
         out["previous_token"].append(previous_token_score(w).tolist())
         ok = period is not None and w.shape[-1] - period >= 2
         out["induction"].append(induction_score(w, period).tolist() if ok else [None] * w.shape[1])

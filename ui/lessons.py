@@ -1,7 +1,7 @@
 """Glue for the two teaching pages (masks lab, multi-head pipeline): prose, cached compute, figures.
 
 * Prose lives in ``assets/<page>.md``, cut into sections by ``<!-- section: name -->`` lines.
-* Compute is ``st.cache_data`` (bounded, keyed by value) around :mod:`transformer_core.lessons`
+* Compute is :func:`~ui.cache.memo` (one byte budget, keyed by value, arrays read-only) around :mod:`transformer_core.lessons`
   and :func:`~transformer_core.trace.run_toy`; it returns NumPy arrays and plain values.
 * Figures are :func:`transformer_core.figures.heatmap` with small touches (a two-colour
   boolean mask, head bands on feature matrices); no NaN or ±inf ever reaches a figure.
@@ -21,6 +21,7 @@ from transformer_core.attention import masked_softmax
 from transformer_core.tokenize import TokenBatch, batch_tokens
 from transformer_core.trace import Trace, build_mask
 
+from .cache import memo
 from .state import Settings
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -173,7 +174,7 @@ def chart(fig, key: str, target=st, name: str = "figure") -> None:
 
 
 # ---------------------------------------------------------------------------------------- masks lab compute
-@st.cache_data(max_entries=32, show_spinner=False)
+@memo("lesson")
 def lab_trace(settings: Settings) -> Trace:
     """The toy encoder on the lab's two sentences, captured with no mask (raw scores, q, k, v, embeddings)."""
     pair, _ = lab_sentences(settings)
@@ -189,7 +190,7 @@ def _lab_inputs(settings: Settings, batch: int, head: int):
     return trace, n, scores, keys
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo("lesson")
 def mask_gallery(settings: Settings, batch: int, head: int) -> dict:
     """Causal, padding and both: ``{kind: {"mask", "masked", "weights"}}`` for one sentence and head."""
     trace, n, scores, keys = _lab_inputs(settings, batch, head)
@@ -206,7 +207,7 @@ def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max()) if a.size else 0.0
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo("lesson")
 def conventions(settings: Settings, batch: int, head: int, empty_row: int) -> dict:
     """Seed 000 vs seed 001 vs ours on causal + padding with query row ``empty_row`` fully blocked; float16 too."""
     trace, n, scores, keys = _lab_inputs(settings, batch, head)
@@ -235,7 +236,7 @@ def conventions(settings: Settings, batch: int, head: int, empty_row: int) -> di
             "half": half, "facts": lessons.float16_facts(), "module": (module_ok, module_text)}
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo("lesson")
 def prefix(settings: Settings, batch: int, head: int, n_new: int) -> dict:
     """The last ``n_new`` real tokens as new queries against the whole sentence (a cached prefix)."""
     trace = lab_trace(settings)
@@ -248,7 +249,7 @@ def prefix(settings: Settings, batch: int, head: int, n_new: int) -> dict:
             "reference": res["reference"][0, 0].numpy(), "max_diff": res["max_diff"], "square_equal": square}
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo("lesson")
 def keys_vs_queries(settings: Settings, batch: int, head: int) -> dict:
     """Padding hidden on key columns, on query rows, or both: masks, weights (ours, seed 000) and measures."""
     trace, n, scores, keys = _lab_inputs(settings, batch, head)
@@ -270,7 +271,7 @@ def keys_vs_queries(settings: Settings, batch: int, head: int) -> dict:
     return out
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@memo("lesson")
 def dropout_lab(settings: Settings, batch: int, head: int, training: bool, p: float, dropout_seed: int) -> dict:
     """Weights before and after attention dropout for the sidebar's mask; row sums of both."""
     trace = lab_trace(settings)
@@ -287,7 +288,7 @@ def dropout_lab(settings: Settings, batch: int, head: int, training: bool, p: fl
 
 
 # ---------------------------------------------------------------------------------------- pipeline compute
-@st.cache_data(max_entries=32, show_spinner=False)
+@memo("lesson")
 def walkthrough(settings: Settings, batch: int, n_heads: int, causal: bool) -> dict:
     """One sentence through the toy encoder's first layer, every step (see ``lessons.encoder_walkthrough``)."""
     tb = batch_tokens([settings.sentences[batch]], settings.tokenizer, LESSON_TOKENS)
@@ -299,7 +300,7 @@ def walkthrough(settings: Settings, batch: int, n_heads: int, causal: bool) -> d
             "relu_zero": float((steps["ff_hidden"] == 0).mean())}
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@memo("lesson")
 def comparison(settings: Settings, batch: int, a: tuple[int, bool], b: tuple[int, bool]) -> dict:
     """Two settings ``(n_heads, causal)`` on one sentence: B − A for the attention output and the
     head-averaged weights (cells blocked under both settings are hidden)."""
@@ -322,7 +323,7 @@ def step(page: str, number: int, title: str, section: str, shape: str) -> None:
     prose(page, section)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@memo("lesson")
 def parameter_counts(d_model: int, head_counts: tuple[int, ...]) -> dict[int, int]:
     """Parameters of ``MultiHeadAttention(d_model, h)`` for every ``h``, counted on built modules."""
     return lessons.attention_parameter_counts(d_model, list(head_counts))

@@ -2,8 +2,8 @@
 
 The model is loaded once per process inside :func:`~transformer_core.pretrained.load_minilm`
 and never mutated; :func:`~transformer_core.hooks.capture` records into a per-thread
-context, so sessions may run it at once. ``st.cache_data`` keys by value and hands each
-session its own copy of the trace. A missing or corrupt MiniLM raises
+context, so sessions may run it at once. :func:`~ui.cache.memo` keys by value and shares one
+read-only trace between sessions (byte-bounded, expiring). A missing or corrupt MiniLM raises
 :class:`~transformer_core.pretrained.PretrainedUnavailable`, which is not cached (a later
 run retries).
 """
@@ -15,6 +15,7 @@ import streamlit as st
 from transformer_core.head_stats import head_stats
 from transformer_core.trace import Trace
 
+from .cache import memo
 from .state import MAX_TOKENS
 
 MAX_MINILM_TOKENS = 512  # the model's own limit (its learned position table), [CLS] and [SEP] included
@@ -51,7 +52,7 @@ def with_example(sentences: tuple[str, ...]) -> tuple[tuple[str, ...], str | Non
     return (sentences[0], example), example
 
 
-@st.cache_data(max_entries=16, show_spinner="Running MiniLM-L6 …")
+@memo("minilm_summary")
 def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
     """What the page shows of every layer, small enough to cache for long inputs.
 
@@ -68,8 +69,9 @@ def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
     from transformer_core.overview import tiled_weights
     from transformer_core.pretrained_trace import run_minilm
 
-    trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
-                       only=lambda name: name.endswith(".attention.weights"))
+    with st.spinner("Running MiniLM-L6 …"):
+        trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
+                           only=lambda name: name.endswith(".attention.weights"))
     batches = range(len(trace.tokens))
     return {
         "trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
@@ -80,7 +82,7 @@ def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
     }
 
 
-@st.cache_data(max_entries=12, show_spinner="Running MiniLM-L6 …")
+@memo("minilm_layer")
 def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace:
     """MiniLM-L6's trace of ``sentences`` holding only the stages the page draws of one ``layer``
     (``layers.{layer}.attention.{scores,masked_scores,weights,context}``): a 512-token layer is
@@ -93,8 +95,9 @@ def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace
     from transformer_core.pretrained_trace import run_minilm
 
     prefix = f"layers.{layer}.attention."
-    return run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
-                      only=lambda name: name.startswith(prefix) and name[len(prefix):] in SHOWN_STAGES)
+    with st.spinner("Running MiniLM-L6 …"):
+        return run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
+                          only=lambda name: name.startswith(prefix) and name[len(prefix):] in SHOWN_STAGES)
 
 
 def special_mask(trace: Trace, batch: int) -> np.ndarray:

@@ -1,0 +1,133 @@
+"""Byte-bounded, expiring memo caches for the pages' compute, shared by every session of a process.
+
+Why not ``st.cache_data`` for traces: it bounds *entries*, not bytes (a 512-token MiniLM layer
+trace is ~40 MB, a 12-token one ~0.1 MB), keeps an entry nobody asks for again until the process
+ends, and unpickles a private copy on every hit (server CPU on every rerun). Here, with
+``cachetools`` (a well-kept library) doing the bookkeeping:
+
+* each cache is a ``TTLCache`` whose ``maxsize`` is a byte budget (:data:`BUDGETS_MB`), measured by
+  :func:`nbytes`; the least recently used entries go first, and a value larger than the whole
+  budget is returned but not kept;
+* an entry lives :data:`TTL_S` seconds after it was computed, and a daemon thread drops expired
+  entries every :data:`SWEEP_S` seconds, so an idle server gives its memory back;
+* one computation per key at a time (``condition``): a class opening the same link computes it once;
+* values are shared, not copied, so :func:`freeze` makes every array read-only before it is
+  stored: a caller that tried to change one would get ``ValueError: assignment destination is
+  read-only`` instead of changing another student's figure. Exceptions are not cached.
+
+Worst case per process: ``sum(BUDGETS_MB)`` = 400 MB (docs/deploy.md; measured in the soak).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+import cachetools
+import numpy as np
+import pandas as pd
+
+TTL_S = 300.0   # seconds an entry lives after it was computed (a class keeps its default traces warm)
+SWEEP_S = 15.0  # how often expired entries are dropped when nobody asks
+# byte budget per cache; the sum is what a replica may hold in caches (see the module docstring)
+BUDGETS_MB = {"toy_trace": 96, "lesson": 48, "minilm_summary": 48, "minilm_layer": 160, "causal_trace": 48}
+
+_caches: dict[str, tuple[cachetools.TTLCache, threading.Condition]] = {}
+_sweeper: threading.Thread | None = None
+_registry_lock = threading.Lock()
+
+
+def nbytes(value) -> int:
+    """Approximate bytes held by ``value``: arrays and frames exactly, containers and dataclasses
+    (a :class:`~transformer_core.trace.Trace`) by their parts, anything else by ``sys.getsizeof``."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes + 112
+    if isinstance(value, pd.DataFrame | pd.Series):
+        return int(value.memory_usage(deep=True).sum()) if isinstance(value, pd.DataFrame) else int(
+            value.memory_usage(deep=True))
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(nbytes(k) + nbytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return sys.getsizeof(value) + sum(nbytes(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sys.getsizeof(value) + sum(nbytes(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return sys.getsizeof(value)
+
+
+def freeze(value):
+    """Make every NumPy array inside ``value`` read-only (in place); returns ``value``."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, dict):
+        for v in value.values():
+            freeze(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            freeze(v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            freeze(getattr(value, f.name))
+    return value
+
+
+def _sweep_forever() -> None:
+    while True:
+        time.sleep(SWEEP_S)
+        sweep()
+
+
+def sweep() -> None:
+    """Drop every expired entry now (the daemon thread calls this every :data:`SWEEP_S` s)."""
+    for cache, cond in list(_caches.values()):
+        with cond:
+            cache.expire()
+
+
+def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:
+    """Decorator: memoize a pure function of hashable arguments in the byte-bounded cache ``name``
+    (several functions may share one budget, e.g. the lesson computations).
+
+    Raises:
+        KeyError: ``name`` has no budget in :data:`BUDGETS_MB`.
+    """
+    global _sweeper
+    with _registry_lock:
+        if name not in _caches:
+            cache = cachetools.TTLCache(maxsize=BUDGETS_MB[name] * 2**20, ttl=TTL_S, getsizeof=nbytes)
+            _caches[name] = (cache, threading.Condition(threading.RLock()))
+        if _sweeper is None:
+            _sweeper = threading.Thread(target=_sweep_forever, name="ae-cache-sweeper", daemon=True)
+            _sweeper.start()
+    cache, cond = _caches[name]
+
+    def decorator(func: Callable) -> Callable:
+        @functools.wraps(func)
+        def compute(*args, **kwargs):
+            return freeze(func(*args, **kwargs))
+
+        # the key names the function too, so functions sharing a budget never collide
+        cached = cachetools.cached(cache, key=lambda *a, **k: (func.__qualname__, key(*a, **k)),
+                                   lock=cond, condition=cond)(compute)
+        cached.cache_name = name
+        return cached
+
+    return decorator
+
+
+def stats() -> dict[str, dict]:
+    """``{name: {"entries", "bytes", "budget"}}`` for every cache (benchmarks and tests)."""
+    out = {}
+    for name, (cache, cond) in _caches.items():
+        with cond:
+            out[name] = {"entries": len(cache), "bytes": int(cache.currsize), "budget": int(cache.maxsize)}
+    return out
+
+
+def clear_all() -> None:
+    """Empty every cache (tests; a fresh AppTest starts from nothing, as a new process would)."""
+    for cache, cond in _caches.values():
+        with cond:
+            cache.clear()

@@ -1,0 +1,37 @@
+"""Widget callbacks and option formatters for the pages, bound with :func:`functools.partial`.
+
+Streamlit keeps every widget's callback and ``format_func`` in the session's widget metadata until
+the next run replaces them. A function defined in a page script has that run's module as its
+``__globals__`` — its trace, figures and tables — so handing one to a widget keeps the whole run
+alive. These live in a module loaded once per process and take only keys and labels (strings,
+ints), never a run's data. ``tests/test_callbacks_hold_no_run.py`` checks no page hands a widget
+a function of its own.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import streamlit as st
+
+from transformer_core.overview import picked_tile
+
+
+def label_of(labels: Sequence[str], index: int) -> str:
+    """``format_func`` for a selectbox over ``range(len(labels))``: ``partial(label_of, labels)``."""
+    return labels[index]
+
+
+def open_tile(event_key: str, layer_key: str, head_key: str, n_heads: int) -> None:
+    """``on_select`` of an overview figure: a click on a tile centre opens that (layer, head)."""
+    event = st.session_state.get(event_key) or {}
+    tile = picked_tile((event.get("selection") or {}).get("points"), n_heads)
+    if tile is not None:
+        st.session_state[layer_key], st.session_state[head_key] = tile
+
+
+def open_row(event_key: str, layer_key: str, head_key: str, n_heads: int) -> None:
+    """``on_select`` of a per-head statistics table whose rows are layer-major (whatever the sort)."""
+    event = st.session_state.get(event_key) or {}
+    rows = (event.get("selection") or {}).get("rows") or []
+    if rows:
+        st.session_state[layer_key], st.session_state[head_key] = divmod(int(rows[0]), n_heads)
