@@ -30,7 +30,10 @@ import cachetools
 import numpy as np
 import pandas as pd
 
-TTL_S = 300.0   # seconds an entry lives after it was computed (a class keeps its default traces warm)
+# Seconds an entry lives after it was computed. Short enough that a replica is back near its idle
+# memory 2 minutes after a class leaves (sessions are dropped 60 s after their websocket closes);
+# recomputing a class's shared default trace every 90 s costs ~0.2 s of CPU.
+TTL_S = 90.0
 SWEEP_S = 15.0  # how often expired entries are dropped when nobody asks
 # byte budget per cache; the sum is what a replica may hold in caches (see the module docstring)
 BUDGETS_MB = {"toy_trace": 96, "lesson": 48, "minilm_summary": 48, "minilm_layer": 160, "causal_trace": 48}
