@@ -78,12 +78,14 @@ class StreamlitSession:
     query_string: str = ""        # the URL's query string, as the browser would keep it
     states: dict = field(default_factory=dict)     # widget id -> WidgetState the "browser" holds
 
-    async def connect(self, timeout: float = 60) -> None:
+    async def connect(self, timeout: float = 60, resume: str | None = None) -> None:
+        """Open the websocket; ``resume``: ask for an old session id, as the browser does when it
+        reconnects (``Sec-WebSocket-Protocol: streamlit, <xsrf token>, <session id>``)."""
         ws_url = self.url.replace("http://", "ws://", 1) + "/_stcore/stream"
         headers = {"Cookie": self.cookie} if self.cookie else {}
         self.ws = await websockets.connect(ws_url, additional_headers=headers, max_size=None,
                                            open_timeout=timeout, ping_interval=None,
-                                           subprotocols=["streamlit"])
+                                           subprotocols=["streamlit", "none", resume] if resume else ["streamlit"])
         resp = getattr(self.ws, "response", None)
         if resp is not None:
             self.upstream = resp.headers.get("X-AE-Upstream")

@@ -228,6 +228,8 @@ def _reconnect_in_browser(c, b, word: str) -> None:
                                " return window.__sawStatus && !!t && t.value.includes(w)"
                                " && !document.querySelector('[data-testid=\"stStatusWidget\"]'); }",
                                arg=word, timeout=90_000)
+        # The student is told, in the page, what happened and what came back.
+        page.get_by_test_id("stAlertContentInfo").get_by_text("Reconnected to another server").wait_for(timeout=30_000)
         # The page is live on the survivor: a click reruns there (the sentence and a drawn heatmap
         # are there afterwards; the access log below shows the websocket on the survivor).
         page.get_by_test_id("stSidebarUserContent").get_by_text("Causal mask", exact=True).click(timeout=90_000)
@@ -238,6 +240,7 @@ def _reconnect_in_browser(c, b, word: str) -> None:
                                " && !!document.querySelector('.js-plotly-plot g.hm image'); }",
                                arg=word, timeout=90_000)
         assert f"text=The+{word}+sat" in page.url
+        page.wait_for_function("() => location.search.includes('causal=0')", timeout=30_000)  # the click counted
         ctx.close()  # nginx logs a websocket when it closes
         survivor = 1 - served
         deadline = time.time() + 10

@@ -1,0 +1,35 @@
+"""A clear notice when a student's page comes back on another server (a replica died, or the server restarted).
+
+Streamlit's client reconnects by itself after its websocket drops, asking for its old session in the
+third entry of the ``Sec-WebSocket-Protocol`` header (``streamlit, <xsrf token>, <session id>``). The
+server that has that session resumes it; any other server (behind nginx, the replica a dead one's
+students are moved to) starts a *new* session for it. So a session whose first run arrives with an
+old session id was moved: everything in the URL (sentence, model settings, page, head, stage) comes
+back by itself, anything else (an uploaded trace, a download) must be redone. A page opened by a
+link or typed address sends no old id and gets no notice.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+MESSAGE = ("**Reconnected to another server.** The server this page was on went away, so it now runs on "
+           "another one. Your sentences, settings and view came back from the page's address; an uploaded "
+           "trace has to be uploaded again.")
+
+
+def asked_for_old_session(protocol_header: str | None) -> bool:
+    """Whether a websocket's ``Sec-WebSocket-Protocol`` value carries an old session id (3rd entry)."""
+    entries = [e.strip() for e in (protocol_header or "").split(",")]
+    return len(entries) >= 3 and bool(entries[2])
+
+
+def notice_if_moved() -> None:
+    """On a session's first run only: a toast (and a note at the top) if the browser asked for a
+    session this server does not have. Call from the entrypoint before the page runs."""
+    ss = st.session_state
+    if ss.get("_failover_checked"):
+        return
+    ss["_failover_checked"] = True
+    if asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol")):
+        st.toast(MESSAGE, icon=":material/sync_problem:", duration="long")
+        st.info(MESSAGE, icon=":material/sync_problem:")
