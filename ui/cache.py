@@ -9,7 +9,8 @@ ends, and unpickles a private copy on every hit (server CPU on every rerun). Her
   :func:`nbytes`; the least recently used entries go first, and a value larger than the whole
   budget is returned but not kept;
 * an entry lives :data:`TTL_S` seconds after it was computed, and a daemon thread drops expired
-  entries every :data:`SWEEP_S` seconds, so an idle server gives its memory back;
+  entries every :data:`SWEEP_S` seconds and hands freed memory back to the OS
+  (:func:`release_free_memory`), so an idle server returns to its idle size;
 * one computation per key at a time (``condition``): a class opening the same link computes it once;
 * values are shared, not copied, so :func:`freeze` makes every array read-only before it is
   stored: a caller that tried to change one would get ``ValueError: assignment destination is
@@ -19,6 +20,7 @@ Worst case per process: ``sum(BUDGETS_MB)`` = 400 MB (docs/deploy.md; measured i
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import functools
 import sys
@@ -80,6 +82,7 @@ def _sweep_forever() -> None:
     while True:
         time.sleep(SWEEP_S)
         sweep()
+        release_free_memory()
 
 
 def sweep() -> None:
@@ -87,6 +90,27 @@ def sweep() -> None:
     for cache, cond in list(_caches.values()):
         with cond:
             cache.expire()
+
+
+def _malloc_trim():
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc (Linux); absent on macOS, musl, Windows
+    except (AttributeError, OSError):
+        return None
+
+
+_trim = _malloc_trim()
+
+
+def release_free_memory() -> bool:
+    """Hand memory that Python and NumPy have freed back to the operating system (glibc's
+    ``malloc_trim(0)``, as Dask's workers do); returns whether it could. Without it, freed traces of
+    sessions that left stay in the process's malloc arenas and its RSS never comes back down
+    (measured: +90 MB two minutes after 16 sessions left, with nothing of theirs alive)."""
+    if _trim is None:
+        return False
+    _trim(0)
+    return True
 
 
 def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:

@@ -53,11 +53,10 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     with score:
         st.latex(rf"s_{{{query},{key}}} = \frac{{q_{{{query}}} \cdot k_{{{key}}}}}{{\sqrt{{d_k}}}}"
                  rf" = \frac{{{e.dot:.4f}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{e.dot:.4f}}}{{{e.scale:.4f}}} = {e.score:.4f}")
-        dims = [f"d{d}" for d in range(e.d_k)]
-        st.dataframe(pd.DataFrame([e.q, e.k, e.products], columns=dims,
-                                  index=[f"q ({query}: {tokens[query]})", f"k ({key}: {tokens[key]})", "q × k"])
-                     .style.format("{:.4f}"),
-                     key=f"{key_prefix}explain_qk")
+        # one row per dimension (reads down, never sideways at d_k = 64); text, not a Styler (cheap to send)
+        qk = pd.DataFrame({f"q ({query}: {tokens[query]})": e.q, f"k ({key}: {tokens[key]})": e.k, "q × k": e.products},
+                          index=[f"d{d}" for d in range(e.d_k)])
+        st.dataframe(qk.map(lambda v: f"{v:.4f}"), key=f"{key_prefix}explain_qk", height=min(320, 38 + 35 * e.d_k))
         st.caption(f"Sum of the {e.d_k} products = {e.dot:.4f}; divided by √{e.d_k} = {e.scale:.4f}. "
                    f"The raw-scores figure shows {e.captured_score:.4f}.")
     with mask:
