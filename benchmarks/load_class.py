@@ -3,6 +3,12 @@
     python benchmarks/load_class.py                                   # 30 sessions, 2 replicas, 3 min
     python benchmarks/load_class.py --sessions 1 8 16 30 --replicas 1 2 --duration 60
     python benchmarks/load_class.py --url http://host:8080 --sessions 30   # an existing deployment
+    python benchmarks/load_class.py --sessions 16 --replicas 1 --duration 900 --only type,page \
+        --life 60 --after 120      # the soak: a new sentence every cycle, students come and go
+
+``--only`` limits the actions drawn (the soak types a new sentence on every page), ``--life`` gives
+each seat a new session every ~N s (many distinct sessions over a run), ``--after`` keeps reading
+RSS for N s after the last session closed (does memory come back?).
 
 Every session behaves like a student's browser: a page load (GET /, which sets nginx's route
 cookie), then Streamlit's websocket (benchmarks/st_session.py) with its own sentence in the URL
@@ -92,10 +98,24 @@ class Stats:
         self.errors: list[str] = []
         self.leaks: list[str] = []
         self.actions: dict[str, int] = {}
+        self.sessions = 0  # sessions opened and closed (more than the seats with --life)
 
 
 async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: float,
-                  think: tuple[float, float], rng: random.Random, only: tuple[str, ...] = ()) -> None:
+                  think: tuple[float, float], rng: random.Random, only: tuple[str, ...] = (),
+                  life: float = 0) -> None:
+    """One student's seat: a session until ``stop_at``, or (``life`` > 0) a new session every
+    ~``life`` seconds (0.5–1.5×), as students come and go: many distinct sessions over a run."""
+    while True:
+        until = stop_at if not life else min(stop_at, time.time() + life * rng.uniform(0.5, 1.5))
+        await one_session(i, url, markers, stats, until, think, rng, only)
+        stats.sessions += 1
+        if not life or time.time() >= stop_at - 1:
+            return
+
+
+async def one_session(i: int, url: str, markers: list[str], stats: Stats, stop_at: float,
+                      think: tuple[float, float], rng: random.Random, only: tuple[str, ...] = ()) -> None:
     own = markers[i]
     others = [m.encode() for m in markers if m != own]
     try:
@@ -180,7 +200,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run_class(url: str, n: int, duration: float, think, ramp: float, pids: list[int], seed: int,
-                    only: tuple[str, ...] = (), after: float = 0):
+                    only: tuple[str, ...] = (), after: float = 0, life: float = 0):
     rng = random.Random(seed)
     markers: list[str] = []
     for _ in range(n):
@@ -199,7 +219,7 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
 
     async def delayed(i):
         await asyncio.sleep(ramp * i / max(1, n))
-        await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i), only)
+        await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i), only, life)
 
     smp = asyncio.create_task(sampler())
     await asyncio.gather(*(delayed(i) for i in range(n)))
@@ -224,6 +244,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", default="", help="comma-separated actions to draw from, e.g. type,page for the soak "
                     "(a new sentence every cycle); default: the whole mix")
+    ap.add_argument("--life", type=float, default=0,
+                    help="seconds a session lives before its student closes it and opens a new one "
+                         "(0: one session per student for the whole run)")
     ap.add_argument("--after", type=float, default=0,
                     help="seconds to keep measuring RSS after the sessions close (e.g. 120)")
     args = ap.parse_args()
@@ -241,7 +264,8 @@ def main() -> None:
             for n in args.sessions:
                 stats, cpu, samples, wall = asyncio.run(
                     run_class(url, n, args.duration, tuple(args.think), min(args.ramp, args.duration / 3),
-                              pids, args.seed + n, tuple(filter(None, args.only.split(","))), args.after))
+                              pids, args.seed + n, tuple(filter(None, args.only.split(","))), args.after,
+                              args.life))
                 rss_start = samples[0][1]
                 rss_peak = [max(s[1][k] for s in samples) for k in range(len(pids))]
                 rss_end = samples[-1][1]
@@ -256,7 +280,8 @@ def main() -> None:
                                           for a, b, e in zip(rss_start, rss_peak, rss_end)),
                            load=load)
                 rows.append(row)
-                print(f"\n== {replicas} replica(s), {n} sessions, {wall:.0f} s: {len(stats.reruns)} reruns "
+                print(f"\n== {replicas} replica(s), {n} sessions at once ({stats.sessions} in all), {wall:.0f} s: "
+                      f"{len(stats.reruns)} reruns "
                       f"{dict(sorted(stats.actions.items()))}", flush=True)
                 print(f"   errors {len(stats.errors)}, leaks {len(stats.leaks)}; open p50 {row['open_p50']:.2f} s; "
                       f"rerun p50 {row['p50']:.2f} s, p95 {row['p95']:.2f} s, max {row['max']:.2f} s; "

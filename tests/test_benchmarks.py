@@ -39,3 +39,28 @@ def test_bench_bertviz_runs_quick():
     if (reason := _bertviz_missing()):
         pytest.skip(f"bench_bertviz.py cannot run: {reason}")
     run_quick(BERTVIZ)
+
+
+def test_rerun_cpu_runs():
+    result = subprocess.run([sys.executable, "benchmarks/rerun_cpu.py", "--repeats", "1"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "| explorer: toggle causal mask |" in result.stdout and "!" not in result.stdout
+    print(result.stdout)
+
+
+def test_load_class_runs_with_churn_and_no_errors():
+    """A tiny class through nginx: 3 seats, sessions replaced every ~4 s, memory read after they leave."""
+    sys.path.insert(0, str(ROOT / "deploy"))
+    import run_local
+
+    if run_local.nginx_binary() is None:
+        pytest.skip("nginx is not installed (Debian: apt-get install -y nginx)")
+    result = subprocess.run([sys.executable, "benchmarks/load_class.py", "--sessions", "3", "--replicas", "1",
+                             "--duration", "12", "--ramp", "1", "--think", "1", "2", "--life", "4", "--after", "2"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "errors 0, leaks 0" in result.stdout, result.stdout[-3000:]
+    opened = int(result.stdout.split("sessions at once (")[1].split(" in all")[0])
+    assert opened > 3  # seats were re-used by new sessions
+    print(result.stdout)

@@ -111,3 +111,24 @@ def test_exceptions_are_not_cached(tiny):
 
 def test_every_budget_fits_a_replica():
     assert sum(cache.BUDGETS_MB.values()) <= 400  # docs/deploy.md: ≤ 1 GB per replica with ~0.45 GB at idle
+
+
+def test_per_trace_builds_a_view_once_and_forgets_it_with_the_trace():
+    import gc
+
+    trace = run_toy(["the cat sat"], EncoderConfig(d_model=8, n_heads=2, d_ff=16, seed=3))
+    built = []
+
+    def build():
+        built.append(1)
+        return object()
+
+    first = cache.per_trace(trace, ("focus", "weights", 0), build)
+    assert cache.per_trace(trace, ("focus", "weights", 0), build) is first and len(built) == 1
+    cache.per_trace(trace, ("focus", "weights", 1), build)
+    assert len(built) == 2
+    ident = id(trace)
+    assert ident in cache._figures
+    del trace
+    gc.collect()
+    assert ident not in cache._figures  # the views went with their trace

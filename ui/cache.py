@@ -26,6 +26,7 @@ import functools
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 import cachetools
@@ -142,6 +143,36 @@ def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:
         return cached
 
     return decorator
+
+
+_figures: dict[int, tuple[weakref.ref, cachetools.LRUCache]] = {}
+_figures_lock = threading.Lock()
+FIGURES_PER_TRACE = 64  # views of one trace kept (stage × head × scale …); they die with the trace
+
+
+def per_trace(trace, key: tuple, build: Callable):
+    """``build()`` once per (trace object, ``key``) for as long as that trace lives, then shared.
+
+    For figures: a trace from :func:`memo` is one object shared by every session that asked for
+    the same settings, so the same view (say a class on the default link, or a student going back
+    to head 2) is built once. Streamlit only reads a figure (``st.plotly_chart`` copies it with
+    ``to_dict``), so sharing is safe. The figures are dropped when the trace is: no byte budget of
+    their own beyond :data:`FIGURES_PER_TRACE` views.
+    """
+    ident = id(trace)
+    with _figures_lock:
+        entry = _figures.get(ident)
+        if entry is None or entry[0]() is not trace:
+            entry = (weakref.ref(trace), cachetools.LRUCache(FIGURES_PER_TRACE))
+            _figures[ident] = entry
+            weakref.finalize(trace, _figures.pop, ident, None)
+        views = entry[1]
+        if key in views:
+            return views[key]
+    value = build()  # outside the lock: two sessions may build the same view once each, harmlessly
+    with _figures_lock:
+        views[key] = value
+    return value
 
 
 def stats() -> dict[str, dict]:

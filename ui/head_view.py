@@ -15,7 +15,7 @@ from transformer_core import figures
 from transformer_core.heads_figure import heads_figure, picked_head
 from transformer_core.trace import Trace
 
-from . import explain_panel
+from . import cache, explain_panel
 from .labels import sentence_label
 from .state import bind_url
 from .views import FORMULAS, STAGE_HELP, shape_text
@@ -80,12 +80,15 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         kept = trace.visible(batch) & ~np.asarray(hide_keys, bool)[None, :]
         zrange = figures.value_range(data[batch][:, figures.informative_cells(kept, stage)], stage, fixed)
     name = figures.STAGE_TITLES.get(stage, stage)
+    zrange = tuple(zrange) if zrange is not None else None  # part of the figure cache's key
+    hidden = None if hide_keys is None else np.asarray(hide_keys, bool).tobytes()
     fmt = st.session_state.get("shared_image_format", "png")
     focus_col, side = st.columns([1.7, 1], gap="medium")
     with side:
         st.caption(f"All {data.shape[1]} heads, same colours. **Click a tile's centre** to focus that head.")
-        tiles = heads_figure(trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys,
-                             n_cols=4 if data.shape[1] > 2 else data.shape[1], tile_px=66)
+        n_cols = 4 if data.shape[1] > 2 else data.shape[1]
+        tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols), lambda: heads_figure(
+            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=66))
         tiles_key = f"{key_prefix}tiles_{stage}_{layer}"
         st.plotly_chart(tiles, key=tiles_key, on_select=lambda: _focus_head(tiles_key, f"{key_prefix}head"),
                         selection_mode="points",
@@ -96,8 +99,11 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         if stage == "masked_scores" and trace.visible(batch).all() and hide_keys is None:
             st.caption("No cell of this sentence is masked (causal mask off, no [PAD]): masked scores = raw scores.")
     with focus_col:
-        fig = figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange,
-                                   hide_keys=hide_keys, fixed=fixed, title=f"{title_prefix}head {head} · {name}")
+        title = f"{title_prefix}head {head} · {name}"
+        fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, fixed, title),
+                              lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,
+                                                           zrange=zrange, hide_keys=hide_keys, fixed=fixed,
+                                                           title=title))
         focus_key = f"{key_prefix}focus"
         st.plotly_chart(fig, key=focus_key, selection_mode="points",
                         on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
@@ -105,8 +111,8 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                                                     fmt))
     if all_large:
         st.markdown(f"##### All heads of {name}, large")
-        big = heads_figure(trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys,
-                           n_cols=2, tile_px=380)
+        big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: heads_figure(
+            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=2, tile_px=380))
         st.plotly_chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(
             figures.figure_filename(stage, None, layer, trace.tokens[batch]), fmt))
     if explain and all(name in trace.stages or f"layers.{layer}.attention.{name}" in trace.stages
