@@ -16,7 +16,7 @@ ends, and unpickles a private copy on every hit (server CPU on every rerun). Her
   stored: a caller that tried to change one would get ``ValueError: assignment destination is
   read-only`` instead of changing another student's figure. Exceptions are not cached.
 
-Worst case per process: ``sum(BUDGETS_MB)`` = 400 MB (docs/deploy.md; measured in the soak).
+Worst case per process: ``sum(BUDGETS_MB)`` = 448 MB (docs/deploy.md; measured in the soak).
 """
 from __future__ import annotations
 
@@ -35,11 +35,12 @@ import pandas as pd
 
 # Seconds an entry lives after it was computed. Short enough that a replica is back near its idle
 # memory 2 minutes after a class leaves (sessions are dropped 60 s after their websocket closes);
-# recomputing a class's shared default trace every 90 s costs ~0.2 s of CPU.
-TTL_S = 90.0
+# recomputing a class's shared default trace every 60 s costs ~0.2 s of CPU.
+TTL_S = 60.0
 SWEEP_S = 15.0  # how often expired entries are dropped when nobody asks
 # byte budget per cache; the sum is what a replica may hold in caches (see the module docstring)
-BUDGETS_MB = {"toy_trace": 96, "lesson": 48, "minilm_summary": 48, "minilm_layer": 160, "causal_trace": 48}
+BUDGETS_MB = {"toy_trace": 96, "lesson": 48, "minilm_summary": 48, "minilm_layer": 160, "causal_trace": 48,
+              "figures": 48}
 
 _caches: dict[str, tuple[cachetools.TTLCache, threading.Condition]] = {}
 _sweeper: threading.Thread | None = None
@@ -83,6 +84,8 @@ def _sweep_forever() -> None:
     while True:
         time.sleep(SWEEP_S)
         sweep()
+        with _figures_lock:
+            _purge_dead()
         release_free_memory()
 
 
@@ -145,33 +148,64 @@ def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:
     return decorator
 
 
-_figures: dict[int, tuple[weakref.ref, cachetools.LRUCache]] = {}
+def figure_nbytes(fig) -> int:
+    """Approximate bytes of a Plotly figure: its traces' arrays (z, x, y, customdata, text) plus a
+    fixed 20 kB for the objects around them."""
+    total = 20_000
+    for trace in fig.data:
+        for attr in ("z", "x", "y", "customdata", "text", "hovertext"):
+            value = getattr(trace, attr, None)
+            if value is not None:
+                total += np.asarray(value).nbytes
+    return total
+
+
+_figures = cachetools.LRUCache(maxsize=BUDGETS_MB["figures"] * 2**20, getsizeof=figure_nbytes)
 _figures_lock = threading.Lock()
-FIGURES_PER_TRACE = 64  # views of one trace kept (stage × head × scale …); they die with the trace
+_watched: set[int] = set()  # ids of the traces whose views are in _figures (each has a finalizer)
+
+
+_dead: list[int] = []  # traces gone since the last purge (a finalizer may run inside any lock: no lock here)
+
+
+def _forget(ident: int) -> None:
+    _dead.append(ident)
+
+
+def _purge_dead() -> None:
+    """Drop the views of traces that are gone (call with ``_figures_lock`` held)."""
+    while _dead:
+        ident = _dead.pop()
+        _watched.discard(ident)
+        for key in [k for k in _figures if k[0] == ident]:
+            del _figures[key]
 
 
 def per_trace(trace, key: tuple, build: Callable):
     """``build()`` once per (trace object, ``key``) for as long as that trace lives, then shared.
 
     For figures: a trace from :func:`memo` is one object shared by every session that asked for
-    the same settings, so the same view (say a class on the default link, or a student going back
-    to head 2) is built once. Streamlit only reads a figure (``st.plotly_chart`` copies it with
-    ``to_dict``), so sharing is safe. The figures are dropped when the trace is: no byte budget of
-    their own beyond :data:`FIGURES_PER_TRACE` views.
+    the same settings, so the same view (a class on the default link, a student going back to
+    head 2) is built once. Streamlit only reads a figure (``st.plotly_chart`` copies it with
+    ``to_dict``), so sharing is safe. One byte budget for all views (``BUDGETS_MB["figures"]``,
+    least recently used first); a trace's views are dropped when the trace is.
     """
     ident = id(trace)
     with _figures_lock:
-        entry = _figures.get(ident)
-        if entry is None or entry[0]() is not trace:
-            entry = (weakref.ref(trace), cachetools.LRUCache(FIGURES_PER_TRACE))
-            _figures[ident] = entry
-            weakref.finalize(trace, _figures.pop, ident, None)
-        views = entry[1]
-        if key in views:
-            return views[key]
+        _purge_dead()  # first: a dead trace's id may now belong to this one
+        if ident not in _watched:  # a new trace (an id is only reused after its finalizer ran)
+            _watched.add(ident)
+            weakref.finalize(trace, _forget, ident)
+        try:
+            return _figures[(ident, key)]
+        except KeyError:
+            pass
     value = build()  # outside the lock: two sessions may build the same view once each, harmlessly
     with _figures_lock:
-        views[key] = value
+        try:
+            _figures[(ident, key)] = value
+        except ValueError:  # larger than the whole budget: used, not kept
+            pass
     return value
 
 
@@ -181,6 +215,9 @@ def stats() -> dict[str, dict]:
     for name, (cache, cond) in _caches.items():
         with cond:
             out[name] = {"entries": len(cache), "bytes": int(cache.currsize), "budget": int(cache.maxsize)}
+    with _figures_lock:
+        _purge_dead()
+        out["figures"] = {"entries": len(_figures), "bytes": int(_figures.currsize), "budget": int(_figures.maxsize)}
     return out
 
 
@@ -189,3 +226,5 @@ def clear_all() -> None:
     for cache, cond in _caches.values():
         with cond:
             cache.clear()
+    with _figures_lock:
+        _figures.clear()
