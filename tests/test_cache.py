@@ -120,8 +120,10 @@ def test_per_trace_builds_a_view_once_and_forgets_it_with_the_trace():
     built = []
 
     def build():
+        import plotly.graph_objects as go
+
         built.append(1)
-        return object()
+        return go.Figure(go.Heatmap(z=[[len(built)]]))
 
     first = cache.per_trace(trace, ("focus", "weights", 0), build)
     assert cache.per_trace(trace, ("focus", "weights", 0), build) is first and len(built) == 1
