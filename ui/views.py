@@ -29,8 +29,11 @@ STAGE_HELP = {
     "q": "What each position is looking for.", "k": "What each position offers to be found by.",
     "v": "What each position passes on when attended to.",
 }
-UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEADS, numbers=12_000_000,
-                       chars=300_000_000)  # a 6 × 128-token, d_model 512 trace: ~10 M numbers, ~200 MB
+# chars = Streamlit's upload cap (server.maxUploadSize, 32 MB; nginx's client_max_body_size is equal), so the
+# check holds also where the app runs without that config; ≥ 2 characters per number bounds the numbers.
+UPLOAD_MB = 32
+UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEADS, numbers=UPLOAD_MB * 2**20 // 2,
+                       chars=UPLOAD_MB * 2**20)
 DIMS = {
     "q": ("batch", "head", "query_pos", "d_k"), "k": ("batch", "head", "key_pos", "d_k"),
     "v": ("batch", "head", "key_pos", "d_k"), "context": ("batch", "head", "query_pos", "d_k"),
