@@ -106,6 +106,20 @@ def _malloc_trim():
 _trim = _malloc_trim()
 
 
+def _tune_malloc() -> bool:
+    """glibc only: serve every block of 128 kB or more (trace arrays, figure buffers) by its own
+    ``mmap``, returned to the OS the moment it is freed. glibc otherwise raises that threshold as
+    big blocks are freed and then keeps later ones in its heaps, where freed space often cannot
+    be handed back. Same as ``MALLOC_MMAP_THRESHOLD_=131072`` in the environment."""
+    try:
+        return bool(ctypes.CDLL(None).mallopt(-3, 128 * 1024))  # M_MMAP_THRESHOLD
+    except (AttributeError, OSError):
+        return False
+
+
+_tune_malloc()
+
+
 def release_free_memory() -> bool:
     """Hand memory that Python and NumPy have freed back to the operating system (glibc's
     ``malloc_trim(0)``, as Dask's workers do); returns whether it could. Without it, freed traces of
