@@ -230,12 +230,11 @@ def _reconnect_in_browser(c, b, word: str) -> None:
                                " return window.__sawStatus && !!t && t.value.includes(w)"
                                " && !document.querySelector('[data-testid=\"stStatusWidget\"]'); }",
                                arg=word, timeout=90_000)
-        # The student is told, in the page, what happened and what came back.
-        page.get_by_test_id("stAlertContentInfo").get_by_text("Reconnected to another server").wait_for(timeout=30_000)
-        # The page is live on the survivor: a click reruns there (the sentence and a drawn heatmap
-        # are there afterwards; the access log below shows the websocket on the survivor).
+        # The page is live on the survivor: a click reruns there as the new session's first run (the
+        # sentence and a drawn heatmap are there afterwards; the access log below shows the websocket
+        # on the survivor), and the student is told, in the page, what happened and what came back.
         page.get_by_test_id("stSidebarUserContent").get_by_text("Causal mask", exact=True).click(timeout=90_000)
-        page.wait_for_timeout(500)
+        page.get_by_test_id("stAlertContentInfo").get_by_text("Reconnected to another server").wait_for(timeout=30_000)
         page.wait_for_function("(w) => { const t = document.querySelector('textarea');"
                                " return !!t && t.value.includes(w)"
                                " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"

@@ -7,6 +7,10 @@ students are moved to) starts a *new* session for it. So a session whose first r
 old session id was moved: everything in the URL (sentence, model settings, page, head, stage) comes
 back by itself, anything else (an uploaded trace, a download) must be redone. A page opened by a
 link or typed address sends no old id and gets no notice.
+
+The new session does not run until the student's next click, and that click arrives with every
+widget's value as the browser shows it. On that first run the URL is not read (``moved_this_run``),
+so the click counts instead of being overwritten by the URL, which still holds the old value.
 """
 from __future__ import annotations
 
@@ -28,8 +32,20 @@ def notice_if_moved() -> None:
     session this server does not have. Call from the entrypoint before the page runs."""
     ss = st.session_state
     if ss.get("_failover_checked"):
+        if ss.get("_moved"):  # a later run: the URL is read as usual again
+            ss["_moved_done"] = True
         return
     ss["_failover_checked"] = True
     if asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol")):
-        st.toast(MESSAGE, icon=":material/sync_problem:", duration="long")
+        ss["_moved"] = True  # this run's widget values come from the browser, not the URL (ui.state)
+        st.toast("**Reconnected to another server.** Your view came back.", icon=":material/sync_problem:",
+                 duration="long")
         st.info(MESSAGE, icon=":material/sync_problem:")
+
+
+def moved_this_run() -> bool:
+    """True during the first run of a session that was moved here: the browser already shows
+    the view and sends every widget's value (including the click that caused this run), so the
+    URL must not overwrite them (it lags that click)."""
+    return bool(st.session_state.get("_moved")) and not st.session_state.get("_moved_done")
+

@@ -155,6 +155,11 @@ def to_query_params(values: Mapping) -> dict[str, str]:
 def _init_from_url() -> None:
     if "_url_read" in st.session_state:
         return
+    from .failover import moved_this_run
+
+    if moved_this_run():  # the browser's widget values are newer than its URL (ui/failover.py)
+        st.session_state["_url_read"] = True
+        return
     values, notes = parse_query_params(st.query_params.to_dict())
     for key, value in values.items():
         st.session_state.setdefault(f"shared_{key}", value)
@@ -223,6 +228,10 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     left in session state is then written back, so a copied URL reopens the same view.
     """
     ss = st.session_state
+    from .failover import moved_this_run
+
+    if moved_this_run() and key not in ss:  # the widget gets the browser's value (ui/failover.py)
+        return
     texts = {to_text(o): o for o in options}
     if key not in ss and (raw := st.query_params.get(url)) is not None:
         if str(raw) in texts:
