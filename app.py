@@ -6,12 +6,13 @@ pages), then runs the chosen page. The heavy imports (torch, via ``ui.state``) c
 """
 import streamlit as st
 
-from ui import failover, nav
+from ui import diagnostics, failover, nav
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/nav.py)
     nav.leave_legacy_mode(rerun=True)
 page = nav.navigation()
+diagnostics.maybe_report()  # only with AE_DIAGNOSTICS=1 (tests, operators)
 failover.notice_if_moved()  # a page that came back on another replica says so
 if nav.is_alias(page):  # /explorer?… → /?… (the explorer is the default page)
     page.run()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import os
 import sys
 import threading
 import time
@@ -36,8 +37,8 @@ import pandas as pd
 # Seconds an entry lives after it was computed. Short enough that a replica is back near its idle
 # memory 2 minutes after a class leaves (sessions are dropped 60 s after their websocket closes);
 # recomputing a class's shared default trace every 60 s costs ~0.2 s of CPU.
-TTL_S = 60.0
-SWEEP_S = 15.0  # how often expired entries are dropped when nobody asks
+TTL_S = float(os.environ.get("AE_CACHE_TTL_S", 60))  # (the variable: for the memory test)
+SWEEP_S = float(os.environ.get("AE_CACHE_SWEEP_S", 15))  # how often expired entries are dropped when nobody asks
 # byte budget per cache; the sum is what a replica may hold in caches (see the module docstring)
 BUDGETS_MB = {"toy_trace": 96, "lesson": 48, "minilm_summary": 48, "minilm_layer": 160, "causal_trace": 48,
               "figures": 48}
