@@ -42,9 +42,10 @@ left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
 state.bind_url("masks_batch", "sentence", range(len(pair)), shorter)
 state.bind_url("masks_head", "head", range(settings.n_heads), 0)
+# formatters from ui.callbacks, never a page lambda (it would keep this run alive)
 sentence_labels = tuple(sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths)))
 batch = left.selectbox("Sentence", range(len(pair)), key="masks_batch",
-                       format_func=partial(callbacks.label_of, sentence_labels))  # never a page lambda: see ui/callbacks
+                       format_func=partial(callbacks.label_of, sentence_labels))
 head = right.selectbox("Head", range(settings.n_heads), key="masks_head",
                        help="Which head's scores to mask (the sidebar's n_heads sets how many there are).")
 tokens, length = trace.tokens[batch], trace.lengths[batch]
@@ -87,9 +88,9 @@ with tabs[1]:
         st.header("2 · The seeds' two conventions")
         L.prose(PAGE, "conventions")
         state.bind_url("masks_empty_row", "row", range(n), 0)
+        row_labels = tuple(f"{i}: {t}" for i, t in enumerate(tokens))
         empty_row = st.selectbox("Query row whose every key we block (a row with no visible key)", range(n),
-                                 key="masks_empty_row",
-                                 format_func=partial(callbacks.label_of, tuple(f"{i}: {t}" for i, t in enumerate(tokens))))
+                                 key="masks_empty_row", format_func=partial(callbacks.label_of, row_labels))
         conv = L.conventions(settings, batch, head, empty_row)
         cols = st.columns(3)
         shown = conv["mask"] | ~conv["ordinary"][:, None]  # ordinary rows: visible keys; the empty row: every cell

@@ -54,8 +54,7 @@ def nbytes(value) -> int:
     if isinstance(value, np.ndarray):
         return value.nbytes + 112
     if isinstance(value, pd.DataFrame | pd.Series):
-        return int(value.memory_usage(deep=True).sum()) if isinstance(value, pd.DataFrame) else int(
-            value.memory_usage(deep=True))
+        return int(np.sum(value.memory_usage(deep=True)))  # per column for a frame, one number for a series
     if isinstance(value, dict):
         return sys.getsizeof(value) + sum(nbytes(k) + nbytes(v) for k, v in value.items())
     if isinstance(value, list | tuple | set | frozenset):
@@ -157,7 +156,6 @@ def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:
         # the key names the function too, so functions sharing a budget never collide
         cached = cachetools.cached(cache, key=lambda *a, **k: (func.__qualname__, key(*a, **k)),
                                    lock=cond, condition=cond)(compute)
-        cached.cache_name = name
         return cached
 
     return decorator

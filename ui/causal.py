@@ -2,7 +2,8 @@
 
 The model is loaded once per process per checkpoint (:func:`transformer_core.causal.load_causal_model`)
 and captured in a thread-private context, so sessions may run it at once. :func:`~ui.cache.memo` keys
-traces by value (byte-bounded); the loss-curve figure, one per checkpoint, is ``st.cache_data``; :class:`~transformer_core.causal.CausalUnavailable` is raised, not cached.
+traces by value (byte-bounded); the loss-curve figure, one per checkpoint, is ``st.cache_data``;
+:class:`~transformer_core.causal.CausalUnavailable` is raised, not cached.
 """
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def sequence_scores(trace: Trace, period: int | None) -> dict:
     """Previous-token and induction score ``[layer][head]`` on this one sequence (induction: None without a period)."""
     out = {"previous_token": [], "induction": []}
     for layer in range(trace.n_layers):
-        w = torch.tensor(trace.stage("weights", layer))  # a copy: cached arrays are read-only; [batch, head, query_pos, key_pos]
+        # a copy (cached arrays are read-only): [batch, head, query_pos, key_pos]
+        w = torch.tensor(trace.stage("weights", layer))
         out["previous_token"].append(previous_token_score(w).tolist())
         ok = period is not None and w.shape[-1] - period >= 2
         out["induction"].append(induction_score(w, period).tolist() if ok else [None] * w.shape[1])

@@ -29,15 +29,19 @@ def asked_for_old_session(protocol_header: str | None) -> bool:
 
 def notice_if_moved() -> None:
     """On a session's first run only: a toast (and a note at the top) if the browser asked for a
-    session this server does not have. Call from the entrypoint before the page runs."""
+    session this server does not have. Call from the entrypoint before the page runs.
+
+    ``st.session_state["_failover"]``: None before the first run, then "fresh" or "moved", and
+    "settled" from the run after a "moved" one on (the URL is read as usual again)."""
     ss = st.session_state
-    if ss.get("_failover_checked"):
-        if ss.get("_moved"):  # a later run: the URL is read as usual again
-            ss["_moved_done"] = True
+    phase = ss.get("_failover")
+    if phase == "moved":
+        ss["_failover"] = "settled"
+    if phase is not None:
         return
-    ss["_failover_checked"] = True
-    if asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol")):
-        ss["_moved"] = True  # this run's widget values come from the browser, not the URL (ui.state)
+    moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))
+    ss["_failover"] = "moved" if moved else "fresh"
+    if moved:  # this run's widget values come from the browser, not the URL (ui.state)
         st.toast("**Reconnected to another server.** Your view came back.", icon=":material/sync_problem:",
                  duration="long")
         st.info(MESSAGE, icon=":material/sync_problem:")
@@ -47,5 +51,4 @@ def moved_this_run() -> bool:
     """True during the first run of a session that was moved here: the browser already shows
     the view and sends every widget's value (including the click that caused this run), so the
     URL must not overwrite them (it lags that click)."""
-    return bool(st.session_state.get("_moved")) and not st.session_state.get("_moved_done")
-
+    return st.session_state.get("_failover") == "moved"

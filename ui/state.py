@@ -15,6 +15,7 @@ import streamlit as st
 from transformer_core.config import divisors
 from transformer_core.tokenize import cut_graphemes, normalize_text, visible_controls
 
+from .failover import moved_this_run
 from .markdown import plain
 
 MAX_CHARS = 4000  # text area limit (MiniLM reads up to 512 WordPiece tokens, ~2,500 characters of English)
@@ -155,8 +156,6 @@ def to_query_params(values: Mapping) -> dict[str, str]:
 def _init_from_url() -> None:
     if "_url_read" in st.session_state:
         return
-    from .failover import moved_this_run
-
     if moved_this_run():  # the browser's widget values are newer than its URL (ui/failover.py)
         st.session_state["_url_read"] = True
         return
@@ -228,8 +227,6 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     left in session state is then written back, so a copied URL reopens the same view.
     """
     ss = st.session_state
-    from .failover import moved_this_run
-
     if moved_this_run() and key not in ss:  # the widget gets the browser's value (ui/failover.py)
         return
     texts = {to_text(o): o for o in options}
