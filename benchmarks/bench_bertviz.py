@@ -2,7 +2,7 @@
 
 Both sides show the same attention weights:
 
-* **MiniLM-L6** — ``layers.{i}.attention.weights`` of :func:`~transformer_core.pretrained_trace.run_minilm`
+* **MiniLM-L6** — ``layers.{i}.attention.weights`` of :func:`~transformer_core.models.minilm_trace.run_minilm`
   (6 layers × 12 heads), against our ``/minilm`` page;
 * **toy model** — the same of :func:`~transformer_core.run_toy` with the Explorer's default settings
   (word tokenizer, d_model 64, 8 heads, 1 layer, seed 0), against our Explorer (the default page, ``/``).
@@ -367,7 +367,7 @@ def attention_input(model: str, n: int):
     import torch
 
     from transformer_core import EncoderConfig, run_toy
-    from transformer_core.pretrained_trace import run_minilm
+    from transformer_core.models.minilm_trace import run_minilm
     from ui.state import DEFAULTS
 
     if model == "minilm":
@@ -389,14 +389,14 @@ def attention_input(model: str, n: int):
 
 def tokens_shown(model: str, text: str) -> int:
     """Tokens our page draws for this one-line text (after its character and token limits)."""
-    from transformer_core.tokenize import batch_tokens
+    from transformer_core.text.tokenize import batch_tokens
     from ui.state import MAX_TOKENS, split_sentences
 
     sentences, _ = split_sentences(text)
     if model == "minilm":
-        from transformer_core.tokenize import load_wordpiece
+        from transformer_core.text.tokenize import load_wordpiece
 
-        from ui.minilm import MAX_MINILM_TOKENS
+        from ui.minilm_compute import MAX_MINILM_TOKENS
 
         return min(len(load_wordpiece().encode(sentences[0], add_special_tokens=True).ids), MAX_MINILM_TOKENS)
     return batch_tokens(list(sentences), "word", MAX_TOKENS).lengths[0]

@@ -1,7 +1,7 @@
 """MiniLM-L6 forward: ours with every stage captured vs Hugging Face's eager BertModel.
 
 Same input ids on both sides (batch 1, no padding), at 16, 128 and 512 tokens (512 is
-BERT's longest input). Ours runs under :func:`~transformer_core.hooks.capture`, which
+BERT's longest input). Ours runs under :func:`~transformer_core.nn.hooks.capture`, which
 copies every stage of every layer (q, k, v, scores, masked scores, weights, context, …);
 Hugging Face runs with ``attn_implementation="eager"`` and ``output_attentions=True``, the
 closest it has to "show me the attention". A column without capture shows what the
@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from transformer_core.hooks import capture  # noqa: E402
-from transformer_core.pretrained import MAX_POSITIONS, load_minilm, model_dir  # noqa: E402
+from transformer_core.nn.hooks import capture  # noqa: E402
+from transformer_core.models.minilm import MAX_POSITIONS, load_minilm, model_dir  # noqa: E402
 
 LENGTHS = (16, 128, MAX_POSITIONS)
 TEXT = ("Attention lets every token look at every other token of the sentence, weigh how relevant "

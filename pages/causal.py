@@ -9,10 +9,11 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-from transformer_core import figures
-from transformer_core.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
-from transformer_core.overview import overview_figure
-from ui import callbacks, causal, head_view, state, views
+from transformer_core.figures import stage as figures
+from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
+from transformer_core.figures.overview import overview_figure
+from ui import callbacks, head_view, state, views
+from ui import causal_compute as causal
 from ui.markdown import plain
 
 N_LAYERS, N_HEADS = CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads
@@ -20,7 +21,7 @@ ss = st.session_state
 st.title("Trained causal model")
 st.caption(f"A {N_LAYERS}-layer, {N_HEADS}-head, attention-only decoder (d_model = {CAUSAL_CONFIG.d_model}, "
            f"vocabulary = token ids 0–{CAUSAL_CONFIG.vocab_size - 1}, at most {CAUSAL_CONFIG.max_positions} "
-           "positions) trained on this machine by `python -m transformer_core.train_causal` with the **causal mask** "
+           "positions) trained on this machine by `python -m transformer_core.models.train_causal` with the **causal mask** "
            "on, on random tokens whose second half repeats the first. The first half cannot be predicted; the repeat "
            "can — by an **induction head** (Olsson et al. 2022; Elhage et al. 2021). "
            "The sidebar does not apply here.")

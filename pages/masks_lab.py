@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import callbacks, compute, state
-from ui import lessons as L
+from ui import lesson_panels as L
 from ui.labels import sentence_label
 from ui.markdown import plain
 

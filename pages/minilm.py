@@ -9,10 +9,11 @@ from functools import partial
 
 import streamlit as st
 
-from transformer_core import figures
-from transformer_core.overview import overview_figure
-from transformer_core.pretrained import PretrainedUnavailable
-from ui import callbacks, head_view, minilm, state, views
+from transformer_core.figures import stage as figures
+from transformer_core.figures.overview import overview_figure
+from transformer_core.models.minilm import PretrainedUnavailable
+from ui import callbacks, head_view, state, views
+from ui import minilm_compute as minilm
 from ui.labels import numbered, plural, sentence_label
 
 N_LAYERS, N_HEADS = 6, 12

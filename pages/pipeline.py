@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core import figures
-from transformer_core.heads_figure import tiled_heads
-from ui import lessons as L
+from transformer_core.figures import stage as figures
+from transformer_core.figures.heads import tiled_heads
+from ui import lesson_panels as L
 from ui import compute, explain_panel, state, views
 from ui.labels import plural
 

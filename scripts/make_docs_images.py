@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Regenerate the PNG images under ``docs/images/`` from ``docs/examples.json``.
 
-Each example is one call of the export command (``python -m transformer_core.export``);
+Each example is one call of the export command (``attention-export``);
 this script prints that command line, so every image in the docs can be remade by hand::
 
     python scripts/make_docs_images.py              # all examples
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from transformer_core import export  # noqa: E402
+from transformer_core.cli import export  # noqa: E402
 
 SETTING_FLAGS = ("model", "d_model", "n_heads", "n_layers", "seed", "tokenizer", "causal", "padding", "max_tokens")
 OPTION_FLAGS = ("stage", "layer", "head", "batch", "width", "height", "scale")
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(name)
                 continue
             shown = [str(Path(a).relative_to(ROOT)) if a.startswith(str(ROOT)) else a for a in cli]
-            print("$ python -m transformer_core.export " + shlex.join(shown))
+            print("$ attention-export " + shlex.join(shown))
             start = time.perf_counter()
             code = export.main(cli)
             print(f"  {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - start:.2f} s")

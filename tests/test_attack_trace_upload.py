@@ -14,7 +14,8 @@ import pytest
 import streamlit as st
 
 from apptest_utils import new_app
-from transformer_core import EncoderConfig, run_toy, serialize
+from transformer_core import EncoderConfig, run_toy
+from transformer_core.records import serialize
 
 
 def _valid() -> dict:

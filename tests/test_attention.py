@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_core import MultiHeadAttention, capture
-from transformer_core.attention import attention_scores, mask_scores, masked_softmax, scaled_dot_product_attention
-from transformer_core.masks import causal_mask, padding_mask, to_true_blocked
+from transformer_core.nn.attention import attention_scores, mask_scores, masked_softmax, scaled_dot_product_attention
+from transformer_core.nn.masks import causal_mask, padding_mask, to_true_blocked
 
 TOL = 1e-5
 

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import pytest
 from apptest_utils import new_app
 
-from transformer_core.trace import Trace
+from transformer_core.records.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]

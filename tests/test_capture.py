@@ -5,8 +5,9 @@ import threading
 import pytest
 import torch
 
-from transformer_core import Encoder, EncoderConfig, MultiHeadAttention, capture, hooks
-from transformer_core.masks import causal_mask
+from transformer_core import Encoder, EncoderConfig, MultiHeadAttention, capture
+from transformer_core.nn import hooks
+from transformer_core.nn.masks import causal_mask
 
 ATTENTION_STAGES = {"q", "k", "v", "scores", "masked_scores", "weights", "context", "concat", "projected", "output"}
 B, LQ, LK, D, H = 2, 3, 5, 12, 3

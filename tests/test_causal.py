@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_core import causal
-from transformer_core.causal import (CausalUnavailable, build_causal_model, head_scores, load_causal_model,
+from transformer_core.models import causal
+from transformer_core.models.causal import (CausalUnavailable, build_causal_model, head_scores, load_causal_model,
                                      parse_tokens, repeated_tokens, run_causal, training_log)
-from transformer_core.hooks import capture
+from transformer_core.nn.hooks import capture
 
 
 def test_load_interface():
@@ -53,7 +53,7 @@ def test_corrupt_file_clear_error_rest_works(tmp_path):
 def test_training_reproduces_committed_losses():
     """A few steps from the seed give the committed losses: bit-identical on this machine (1 thread,
     deterministic algorithms); 1e-5 relative is allowed for another CPU / BLAS."""
-    from transformer_core.train_causal import train
+    from transformer_core.models.train_causal import train
 
     committed = training_log()["losses"]
     result = train(steps=8, progress=False, checkpoint_steps=(0,))

@@ -1,12 +1,12 @@
-"""`python -m transformer_core.export --model causal`: the trained causal model's numbers out as CSV/JSON."""
+"""`attention-export --model causal`: the trained causal model's numbers out as CSV/JSON."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
 
-from transformer_core.causal import run_causal
-from transformer_core.export import main
+from transformer_core.models.causal import run_causal
+from transformer_core.cli.export import main
 
 
 def test_csv_equals_model(tmp_path):

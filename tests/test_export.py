@@ -1,4 +1,4 @@
-"""Export: JSON/CSV/HTML serialisation and the ``python -m transformer_core.export`` command."""
+"""Export: JSON/CSV/HTML serialisation and the ``attention-export`` command."""
 from __future__ import annotations
 
 import io
@@ -20,11 +20,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from transformer_core import EncoderConfig, capture, run_toy  # noqa: E402
-from transformer_core import export, figures, serialize  # noqa: E402
-from transformer_core.embedding import embed_tokens  # noqa: E402
-from transformer_core.encoder import Encoder  # noqa: E402
-from transformer_core.tokenize import batch_tokens  # noqa: E402
-from transformer_core.trace import build_mask  # noqa: E402
+from transformer_core.cli import export  # noqa: E402
+from transformer_core.figures import stage as figures  # noqa: E402
+from transformer_core.records import serialize  # noqa: E402
+from transformer_core.nn.embedding import embed_tokens  # noqa: E402
+from transformer_core.nn.encoder import Encoder  # noqa: E402
+from transformer_core.text.tokenize import batch_tokens  # noqa: E402
+from transformer_core.models.toy import build_mask  # noqa: E402
 
 CONFIG = EncoderConfig(d_model=16, n_heads=4, d_ff=32, n_layers=2, seed=3)
 SENTENCES = ["the cat saw the cat", "a dog"]  # repeated tokens; the second is padded
@@ -303,7 +305,7 @@ def test_output_paths(tmp_path):
 
 
 def test_bad_arguments_via_python_dash_m():
-    result = subprocess.run([sys.executable, "-m", "transformer_core.export", "--text", "the cat", "--n-heads", "5"],
+    result = subprocess.run([sys.executable, "-m", "transformer_core.cli", "--text", "the cat", "--n-heads", "5"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
     assert result.stderr.startswith("export: error: n_heads=5 does not divide d_model=64")
@@ -370,7 +372,7 @@ def test_cli_svg_has_expected_size(tmp_path, image_server):
 def test_png_via_python_dash_m(tmp_path):
     """The real command, cold: a fresh process starts its own Chromium."""
     out = tmp_path / "cold.png"
-    result = subprocess.run([sys.executable, "-m", "transformer_core.export", "--text", "the cat sat",
+    result = subprocess.run([sys.executable, "-m", "transformer_core.cli", "--text", "the cat sat",
                              "--head", "0", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(out)
@@ -393,7 +395,7 @@ def test_without_chromium_images_fail_clearly_but_data_works(tmp_path, monkeypat
 # ---------------------------------------------------------------- MiniLM
 
 def test_minilm_unavailable_is_a_clear_error(monkeypatch, capsys, tmp_path):
-    monkeypatch.setitem(sys.modules, "transformer_core.pretrained_trace", None)  # import fails
+    monkeypatch.setitem(sys.modules, "transformer_core.models.minilm_trace", None)  # import fails
     assert export.main(["--model", "minilm", "--text", "the cat", "--format", "csv",
                         "--out", str(tmp_path / "m.csv")]) == 1
     err = capsys.readouterr().err
@@ -401,8 +403,8 @@ def test_minilm_unavailable_is_a_clear_error(monkeypatch, capsys, tmp_path):
 
 
 def test_minilm_csv(tmp_path):
-    pytest.importorskip("transformer_core.pretrained_trace")
-    from transformer_core.pretrained import PretrainedUnavailable
+    pytest.importorskip("transformer_core.models.minilm_trace")
+    from transformer_core.models.minilm import PretrainedUnavailable
 
     out = tmp_path / "m.csv"
     try:

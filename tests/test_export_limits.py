@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from transformer_core import export
+from transformer_core.cli import export
 
 WORDS_600 = " ".join(["w"] * 600)
 

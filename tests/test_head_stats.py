@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from transformer_core.head_stats import COLUMNS, head_stats, pattern_stats, row_stats, special_keys
-from transformer_core.trace import Trace
+from transformer_core.analysis.head_stats import COLUMNS, head_stats, pattern_stats, row_stats, special_keys
+from transformer_core.records.trace import Trace
 
 TOKENS = ("[CLS]", "the", "cat", "[SEP]")
 

@@ -4,7 +4,7 @@
 of True indicates that the element *should* take part in attention. A float mask of the same
 type as query, key and value that is added to the attention score." Ours takes only the
 boolean kind (``True`` = may attend); an additive float mask, or seed 000's 0/1 integers,
-raise ``TypeError`` naming the dtype and the converters in :mod:`transformer_core.masks`.
+raise ``TypeError`` naming the dtype and the converters in :mod:`transformer_core.nn.masks`.
 ``masks.from_additive`` turns an additive mask into ours, checked here against SDPA itself.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_core import masks
-from transformer_core.attention import MultiHeadAttention, mask_scores, masked_softmax, scaled_dot_product_attention
+from transformer_core.nn import masks
+from transformer_core.nn.attention import MultiHeadAttention, mask_scores, masked_softmax, scaled_dot_product_attention
 
 NEG_INF = float("-inf")
 
@@ -45,7 +45,7 @@ def test_sdpa_refuses_a_non_bool_mask_naming_dtype_and_converters(mask, dtype):
         scaled_dot_product_attention(q, k, v, mask)
     message = str(info.value)
     assert f"got dtype {dtype}" in message
-    for name in ("transformer_core.masks", "from_additive(mask)", "from_zero_blocked(mask)", "from_true_blocked(mask)"):
+    for name in ("transformer_core.nn.masks", "from_additive(mask)", "from_zero_blocked(mask)", "from_true_blocked(mask)"):
         assert name in message, (name, message)
 
 

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from transformer_core import masks
-from transformer_core.masks import (causal_mask, combine, from_true_blocked, from_zero_blocked, padding_mask,
+from transformer_core.nn import masks
+from transformer_core.nn.masks import (causal_mask, combine, from_true_blocked, from_zero_blocked, padding_mask,
                                     to_true_blocked, to_zero_blocked)
 
 T, F = True, False

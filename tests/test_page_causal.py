@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from apptest_utils import figures, focus, heatmap_z, new_app, tiles
 
-from transformer_core import causal
-from transformer_core.causal import run_causal
-from ui.causal import generate
+from transformer_core.models import causal
+from transformer_core.models.causal import run_causal
+from ui.causal_compute import generate
 
 
 def _open(**query):

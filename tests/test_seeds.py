@@ -9,8 +9,8 @@ from torch import nn
 
 import seeds_reference as seeds
 from transformer_core import MultiHeadAttention, PositionwiseFeedForward, capture
-from transformer_core.attention import attention_scores, mask_scores, masked_softmax, scaled_dot_product_attention
-from transformer_core.masks import causal_mask, from_true_blocked, from_zero_blocked, padding_mask, to_true_blocked
+from transformer_core.nn.attention import attention_scores, mask_scores, masked_softmax, scaled_dot_product_attention
+from transformer_core.nn.masks import causal_mask, from_true_blocked, from_zero_blocked, padding_mask, to_true_blocked
 
 TOL = 1e-5
 

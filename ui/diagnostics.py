@@ -1,7 +1,7 @@
 """A heap report for tests and operators, off unless the server runs with ``AE_DIAGNOSTICS=1``.
 
 With it, opening ``/?diag=heap`` shows (and nothing else) a JSON line: how many
-:class:`~transformer_core.trace.Trace` objects are alive in the process after a full collection,
+:class:`~transformer_core.records.trace.Trace` objects are alive in the process after a full collection,
 their bytes, and every cache's entries and bytes (:func:`ui.cache.stats`). ``tests/test_memory.py``
 uses it to check that sessions which have left keep nothing alive. Students never see it: without
 the variable the parameter is ignored.
@@ -21,7 +21,7 @@ def enabled() -> bool:
 
 def heap_report() -> dict:
     """``{"traces", "trace_bytes", "caches"}`` after ``gc.collect()``."""
-    from transformer_core.trace import Trace
+    from transformer_core.records.trace import Trace
 
     from . import cache
 

@@ -2,7 +2,7 @@
 
 The cell is chosen by clicking it in the focused heatmap (small matrices carry a transparent
 click marker per cell) or with the query/key pickers, which always work; both live in the URL
-as ``?q=5&k=2``. Every number comes from :func:`transformer_core.explain.explain_cell`, i.e.
+as ``?q=5&k=2``. Every number comes from :func:`transformer_core.analysis.explain.explain_cell`, i.e.
 from the trace's captured tensors.
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core.explain import TOLERANCE, explain_cell
-from transformer_core.trace import Trace
+from transformer_core.analysis.explain import TOLERANCE, explain_cell
+from transformer_core.records.trace import Trace
 
 from .markdown import plain
 from .state import bind_url
@@ -104,7 +104,7 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
 
 def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
     """One position's path through concat, W_O, the residual and LayerNorm (``?pos=`` in the URL)."""
-    from transformer_core.explain import explain_position
+    from transformer_core.analysis.explain import explain_position
 
     n = len(tokens)
     bind_url(key, "pos", range(n), 0)

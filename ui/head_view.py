@@ -1,8 +1,8 @@
 """The head view shared by the explorer and the MiniLM page: one stage, one head in focus, every head at a glance.
 
 Two Plotly charts, whatever the number of heads (the browser pays per chart, not per cell):
-the focused head large (:func:`transformer_core.figures.stage_figure`) and all heads of the
-stage tiled in one figure (:func:`transformer_core.heads_figure.heads_figure`; click a tile to
+the focused head large (:func:`transformer_core.figures.stage.stage_figure`) and all heads of the
+stage tiled in one figure (:func:`transformer_core.figures.heads.heads_figure`; click a tile to
 focus it). Stage, head, colour scale and "all heads large" live in the URL (``stage``,
 ``head``, ``scale``, ``all``), so a copied link reopens the same view.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer_core import figures
-from transformer_core.heads_figure import heads_figure, picked_head
-from transformer_core.trace import Trace
+from transformer_core.figures import stage as figures
+from transformer_core.figures.heads import heads_figure, picked_head
+from transformer_core.records.trace import Trace
 
 from . import cache, explain_panel
 from .labels import sentence_label

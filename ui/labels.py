@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import regex
 
-from transformer_core.tokenize import cut_graphemes
+from transformer_core.text.tokenize import cut_graphemes
 
 ELLIPSIS = "…"
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer_core.config import divisors
-from transformer_core.tokenize import cut_graphemes, normalize_text, visible_controls
+from transformer_core.nn.config import divisors
+from transformer_core.text.tokenize import cut_graphemes, normalize_text, visible_controls
 
 from .failover import moved_this_run
 from .markdown import plain
@@ -59,7 +59,7 @@ def split_sentences(text: str) -> tuple[tuple[str, ...], list[str]]:
     """Non-blank lines as sentences (at most MAX_SENTENCES) and notes about what was changed or cut.
 
     The text entrance of every page: the text goes through
-    :func:`transformer_core.tokenize.normalize_text` first (NFC; control characters shown as
+    :func:`transformer_core.text.tokenize.normalize_text` first (NFC; control characters shown as
     control pictures ␀ ␁ ␛, with a note), so labels, pickers and both models see the same text.
     A text longer than MAX_CHARS is cut between two user-perceived characters.
     """

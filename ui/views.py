@@ -4,9 +4,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from transformer_core import figures, serialize
-from transformer_core.trace import Trace
-from transformer_core.trace_schema import Limits
+from transformer_core.figures import stage as figures
+from transformer_core.records import serialize
+from transformer_core.records.trace import Trace
+from transformer_core.records.schema import Limits
 
 from .labels import and_list, numbered, sentence_label
 from .markdown import plain
@@ -93,7 +94,7 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
 def read_upload(data: bytes, stages: tuple[str, ...]) -> tuple[Trace | None, str | None]:
     """``(trace, None)`` for a trace JSON the app can show, else ``(None, why)``: never raises.
 
-    One validation step (:func:`transformer_core.serialize.trace_from_json` with the limits of
+    One validation step (:func:`transformer_core.records.serialize.trace_from_json` with the limits of
     typed text: at most MAX_SENTENCES sentences of MAX_TOKENS tokens and MAX_HEADS heads)
     checks every field, shape and string; layer 0 must hold ``stages``. ``why`` is one line of
     plain text that may quote the file: show it through :func:`ui.markdown.plain`.

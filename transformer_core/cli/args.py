@@ -1,0 +1,185 @@
+"""The export command's arguments: options, their limits, and the checks made before any model runs.
+
+Errors: :class:`UsageError` (a bad argument, exit 2) and :class:`ExportError` (cannot load or
+render, exit 1). Every message is one line.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..text.tokenize import normalize_text
+
+PROG = "attention-export"
+STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
+FORMATS = ("png", "svg", "html", "csv", "json")
+EXTENSIONS = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html", ".csv": "csv", ".json": "json"}
+IMAGE_FORMATS = ("png", "svg")
+SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
+TOY_DEFAULTS = {"d_model": 64, "n_heads": 8, "n_layers": 1, "seed": 0, "tokenizer": "word", "max_tokens": 64}
+MINILM_MAX_TOKENS = 128
+# Sizes a run may ask for, stated in --help and checked while the arguments are parsed.
+LIMITS = {"d_model": (1, 1024), "n_heads": (1, 64), "n_layers": (1, 12), "seed": (0, 2**31 - 1),
+          "max_tokens": (1, 512), "width": (16, 4096), "height": (16, 4096)}
+MAX_SCALE = 4.0  # PNG pixel multiplier
+MAX_PIXELS = 8192  # an image side after --scale
+MAX_SENTENCES = 64
+# Numbers a run may capture (every stage of every layer, float32: 4 bytes each), checked on the
+# tokenized text before the model runs: layers × sentences × (3 × heads × tokens² + 12 × tokens ×
+# d_model) + sentences × tokens × d_model (exact for the toy encoder and MiniLM, d_ff = 4 d_model).
+MAX_NUMBERS = 100_000_000
+MAX_JSON_NUMBERS = 25_000_000  # --format json writes every one as text (~20 characters each)
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+
+class ExportError(RuntimeError):
+    """Rendering or loading failed for a reason outside the arguments (no Chromium, no MiniLM)."""
+
+
+class UsageError(ValueError):
+    """A bad command-line argument."""
+
+
+def check_image_size(width: int, height: int, scale: float) -> None:
+    """Raises UsageError unless width and height are positive, scale is in (0, MAX_SCALE] and no
+    side exceeds MAX_PIXELS after scaling (NaN and inf are refused too)."""
+    if width <= 0 or height <= 0 or not 0 < scale <= MAX_SCALE:
+        raise UsageError(f"--width and --height must be positive and --scale in (0, {MAX_SCALE:g}], "
+                         f"got {width}×{height} × {scale}")
+    if max(width, height) * scale > MAX_PIXELS:
+        raise UsageError(f"the image would be {width * scale:.0f}×{height * scale:.0f} px; "
+                         f"at most {MAX_PIXELS} px a side")
+
+
+def split_text(texts: list[str] | None) -> list[str]:
+    """``--text`` values → sentences: each value may hold several lines; blank lines are dropped.
+
+    Each value goes through :func:`~transformer_core.text.tokenize.normalize_text` first, as in the
+    app: NFC, control characters as control pictures (``"\\x00"`` → ``"␀"``; so every SVG is
+    well-formed XML); then line breaks (LF, CR, U+2028, U+2029) split the sentences.
+
+    Raises:
+        UsageError: nothing but white space.
+    """
+    sentences = [line.strip() for text in (texts or []) for line in normalize_text(text).splitlines()]
+    sentences = [s for s in sentences if s]
+    if not sentences:
+        raise UsageError("empty text: pass at least one sentence, e.g. --text \"the cat sat on the mat\"")
+    return sentences
+
+
+def resolve_output(out: str | None, fmt: str | None) -> tuple[Path | None, str]:
+    """(path or ``None`` for the default name, format) from ``--out`` and ``--format``.
+
+    A folder ``--out`` keeps the default file name inside it.
+
+    Raises:
+        UsageError: format cannot be inferred, or contradicts the extension.
+        OSError: ``--out`` ends with a slash but is not an existing folder.
+    """
+    if out is None:
+        return None, fmt or "png"
+    path = Path(out)
+    if path.is_dir():
+        return path, fmt or "png"
+    if out.endswith(("/", os.sep)):
+        raise OSError(f"cannot write into {out!r}: no such folder")
+    inferred = EXTENSIONS.get(path.suffix.lower())
+    if fmt and inferred and fmt != inferred:
+        raise UsageError(f"--format {fmt} contradicts the extension of --out {out!r}")
+    if fmt is None and inferred is None:
+        raise UsageError(f"cannot tell the format from --out {out!r}: use an extension "
+                         f"({', '.join(sorted(EXTENSIONS))}) or pass --format")
+    return path, fmt or inferred
+
+
+def _bounded(name: str) -> Callable[[str], int]:
+    """argparse ``type`` for a whole number within ``LIMITS[name]`` (the message states the range)."""
+    low, high = LIMITS[name]
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high:,}")
+        return value
+
+    return parse
+
+
+def _scale(text: str) -> float:
+    """argparse ``type`` for ``--scale``: a finite number in (0, MAX_SCALE]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not 0 < value <= MAX_SCALE:  # NaN and inf fail here too
+        raise argparse.ArgumentTypeError(f"{text} is not a number in (0, {MAX_SCALE:g}]")
+    return value
+
+
+def _range(name: str) -> str:
+    low, high = LIMITS[name]
+    return f"{low}–{high:,}"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage dump; main() prints it
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Export an attention figure or the captured data for docs and slides.",
+                epilog="Examples:\n  " + "\n  ".join([
+                    f'{PROG} --text "the cat sat on the mat" --stage weights --head 3 --causal',
+                    f'{PROG} --text "the cat saw the cat" --stage masked_scores --causal --format csv',
+                    f'{PROG} --model minilm --text "the bank of the river" --layer 5 --out bank.svg',
+                ]) + "\n\nLimits, checked before the model runs (exit 2 beyond them):\n  "
+                + "\n  ".join([
+                    f"d_model {_range('d_model')}, n_heads {_range('n_heads')}, n_layers {_range('n_layers')}, "
+                    f"seed {_range('seed')}, max_tokens {_range('max_tokens')}, at most {MAX_SENTENCES} sentences",
+                    f"at most {MAX_NUMBERS:,} captured numbers (~{MAX_NUMBERS * 4 // 10**6} MB; "
+                    f"{MAX_JSON_NUMBERS:,} for --format json): "
+                    "layers × sentences × (3 × heads × tokens² + 12 × tokens × d_model)",
+                    f"images {_range('width')} px a side, --scale up to {MAX_SCALE:g}, "
+                    f"at most {MAX_PIXELS} px a side after scaling"]),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--text", action="append", metavar="TEXT",
+                   help="a sentence; repeat it, or put one sentence per line, to make a batch")
+    p.add_argument("--model", choices=("toy", "minilm", "causal"), default="toy",
+                   help="toy random-weight encoder, MiniLM-L6, or the trained causal model (--text = token ids 0-63)")
+    p.add_argument("--step", type=int, help="causal: training checkpoint (default: the final model)")
+    p.add_argument("--d-model", type=_bounded("d_model"),
+                   help=f"toy: width of every token vector, {_range('d_model')} (default 64)")
+    p.add_argument("--n-heads", type=_bounded("n_heads"),
+                   help=f"toy: attention heads, {_range('n_heads')}, must divide --d-model (default 8)")
+    p.add_argument("--n-layers", type=_bounded("n_layers"),
+                   help=f"toy: encoder layers, {_range('n_layers')} (default 1)")
+    p.add_argument("--seed", type=_bounded("seed"),
+                   help=f"toy: seed of the random weights and embeddings, {_range('seed')} (default 0)")
+    p.add_argument("--tokenizer", choices=("word", "wordpiece"), help="toy: tokenizer (default word)")
+    p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
+                   help="toy: causal mask, each position sees only itself and earlier ones (default off); "
+                        "causal model: on by default, --no-causal shows what breaks")
+    p.add_argument("--padding", action=argparse.BooleanOptionalAction, default=True,
+                   help="padding mask, so no one attends to [PAD] (default on)")
+    p.add_argument("--max-tokens", type=_bounded("max_tokens"),
+                   help=f"cut each sentence to this many tokens, {_range('max_tokens')} (default: toy 64, MiniLM 128)")
+    p.add_argument("--layer", type=int, default=0, help="encoder layer (default 0)")
+    p.add_argument("--head", type=int, help="attention head (default: all heads)")
+    p.add_argument("--stage", choices=STAGES, default="weights", help="which matrix (default weights)")
+    p.add_argument("--batch", type=int, default=0, help="which sentence of the batch (default 0)")
+    p.add_argument("--format", choices=FORMATS, help="output format (default: from --out's extension, else png)")
+    p.add_argument("--out", metavar="PATH", help="output file or folder (default: a name like weights_L0_H3_the-cat-sat.png)")
+    p.add_argument("--width", type=_bounded("width"), default=SLIDE_WIDTH,
+                   help=f"image width in px, {_range('width')} (default {SLIDE_WIDTH})")
+    p.add_argument("--height", type=_bounded("height"), default=SLIDE_HEIGHT,
+                   help=f"image height in px, {_range('height')} (default {SLIDE_HEIGHT})")
+    p.add_argument("--scale", type=_scale, default=1.0,
+                   help=f"PNG pixel multiplier, e.g. 2 for retina; a number in (0, {MAX_SCALE:g}] (default 1)")
+    return p

@@ -1,0 +1,149 @@
+"""Figures and data out of the explorer, from the command line: PNG, SVG, HTML, CSV, JSON.
+
+Uses the app's own figure builders (:func:`transformer_core.figures.stage.stage_figure` with the
+colour range shared by every head, :func:`~transformer_core.figures.stage.stage_range`), so a
+saved image matches the screen. Examples::
+
+    attention-export --text "the cat sat on the mat" --stage weights --head 3 --causal
+    attention-export --text "the cat sat" --text "a dog ran" --batch 1 --out slides/dog.svg
+    attention-export --text "the cat saw the cat" --stage masked_scores --format csv
+    attention-export --model minilm --text "the bank of the river" --layer 5 --head 7
+    attention-export --text "the cat sat" --format json --out trace.json
+    attention-export --model causal --text "5 17 3 9 5 17 3 9" --layer 1 --head 1
+
+``--head`` omitted means every head: a grid of heads in one PNG/SVG, one figure per head in
+HTML, heads stacked in CSV. JSON always holds the whole trace (every stage, every head).
+PNG/SVG need Chromium (Debian ``chromium``, found on ``PATH`` or via ``BROWSER_PATH``);
+HTML, CSV and JSON do not.
+
+Exit codes: 0 written; 1 could not write or render (no Chromium, unwritable path, MiniLM or
+its WordPiece tokenizer missing); 2 bad arguments, including sizes beyond :data:`LIMITS` and
+work beyond :data:`MAX_NUMBERS` (both checked before the model runs). Errors are one line on
+stderr, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..figures import stage as figures
+from ..records import serialize
+from ..records.trace import Trace
+from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, ExportError,  # noqa: F401
+                   UsageError, build_parser, check_image_size, resolve_output, split_text)
+from .slides import (build_figure, find_chromium, head_figures, image_server, no_chromium_message,  # noqa: F401
+                     render_image, stage_title)
+from .traces import build_trace, check_selection, check_work, describe, run_minilm_trace  # noqa: F401
+
+
+def check_writable(path: Path) -> None:
+    """Fail before rendering if ``path`` cannot be written.
+
+    Raises:
+        OSError: missing folder, not a folder, or no permission.
+    """
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise OSError(f"cannot write {path}: folder {str(parent)!r} does not exist")
+    if path.is_dir():
+        raise OSError(f"cannot write {path}: it is a folder")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise OSError(f"cannot write {path}: permission denied")
+
+
+def write_output(path: Path, data: str | bytes) -> None:
+    try:
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data, encoding="utf-8")
+    except OSError as err:
+        raise OSError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int = 0, head: int | None = None,
+           fmt: str = "png", out: Path | str | None = None, width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT,
+           scale: float = 1.0) -> Path:
+    """Write one export of ``trace`` and return its path (default name from ``figures.figure_filename``).
+
+    Raises:
+        UsageError: bad selection or size. OSError: cannot write. ExportError: no Chromium for png/svg.
+    """
+    if stage not in STAGES:
+        raise UsageError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    check_image_size(width, height, scale)
+    check_selection(trace, stage, batch, layer, head)
+    tokens = trace.tokens[batch][: trace.lengths[batch]]
+    if fmt == "json":
+        name = figures.figure_filename("trace", None, None, tokens, "json")
+    else:
+        name = figures.figure_filename(stage, head, layer, tokens, fmt)
+    path = Path(out) if out is not None else Path(name)
+    if path.is_dir():
+        path = path / name
+    check_writable(path)
+    if fmt == "json":
+        data: str | bytes = serialize.trace_to_json(trace)
+    elif fmt == "csv":
+        data = serialize.matrix_to_csv(trace, stage, batch, head, layer)
+    elif fmt == "html":
+        if head is None:
+            figs = head_figures(trace, stage, batch=batch, layer=layer)
+        else:
+            figs = [build_figure(trace, stage, batch=batch, layer=layer, head=head)]
+        data = serialize.figures_to_html(figs, stage_title(stage, layer, head), description=describe(trace, batch),
+                                         config=figures.chart_config(path.stem))
+    else:
+        fig = build_figure(trace, stage, batch=batch, layer=layer, head=head)
+        data = render_image(fig, fmt, width=width, height=height, scale=scale)
+    write_output(path, data)
+    return path
+
+
+def run(args: argparse.Namespace) -> Path:
+    """Do what parsed arguments ask; return the written path."""
+    sentences = split_text(args.text)  # fail on empty text, a bad --out or an unwritable file before running the model
+    path, fmt = resolve_output(args.out, args.format)
+    if path is not None and not path.is_dir():
+        check_writable(path)
+    check_image_size(args.width, args.height, args.scale)
+    check_work(args, sentences, fmt)
+    trace = build_trace(args)
+    return export(trace, stage=args.stage, batch=args.batch, layer=args.layer, head=args.head, fmt=fmt, out=path,
+                  width=args.width, height=args.height, scale=args.scale)
+
+
+def _message(err: BaseException) -> str:
+    if isinstance(err, KeyError) and err.args:
+        return str(err.args[0])
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code (0 ok, 1 cannot write/render, 2 bad arguments)."""
+    try:
+        args = build_parser().parse_args(argv)
+        path = run(args)
+    except SystemExit as done:  # --help
+        return int(done.code or 0)
+    except (ValueError, KeyError, IndexError) as err:
+        print(f"export: error: {_message(err)}", file=sys.stderr)
+        return 2
+    except (OSError, ExportError) as err:
+        print(f"export: error: {_message(err)}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+def main_exit() -> None:
+    """Console-script entry (``attention-export``): exit with :func:`main`'s code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    main_exit()

@@ -1,0 +1,176 @@
+"""The export command's model runs: the trace its arguments describe (toy, MiniLM or the causal model),
+the work check made before a run, and the checks of batch, layer and head against the trace.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..models.toy import run_toy
+from ..nn.config import EncoderConfig
+from ..records.trace import Trace
+from .args import MAX_JSON_NUMBERS, MAX_NUMBERS, MAX_SENTENCES, MINILM_MAX_TOKENS, TOY_DEFAULTS, ExportError, UsageError, split_text
+
+
+def run_minilm_trace(sentences: list[str], *, padding: bool = True, max_tokens: int = MINILM_MAX_TOKENS) -> Trace:
+    """MiniLM-L6 trace via ``transformer_core.models.minilm_trace.run_minilm`` (imported only when asked for).
+
+    Raises:
+        ExportError: the module or the MiniLM weights are not available.
+    """
+    try:
+        from ..models.minilm_trace import run_minilm
+    except ImportError as err:
+        raise ExportError(f"MiniLM export is unavailable: cannot import transformer_core.models.minilm_trace.run_minilm "
+                          f"({err}); use --model toy") from None
+    try:
+        return run_minilm(sentences, padding=padding, max_tokens=max_tokens)
+    except RuntimeError as err:  # pretrained.PretrainedUnavailable and friends
+        raise ExportError(f"MiniLM export failed: {err}") from None
+
+
+def wordpiece_lengths(sentences: list[str]) -> list[int]:
+    """WordPiece tokens of each sentence, ``[CLS]`` and ``[SEP]`` included.
+
+    Raises:
+        ExportError: MiniLM's tokenizer is missing or corrupt (the message says so and what to do).
+    """
+    from ..text.tokenize import wordpiece_tokenize
+
+    try:
+        return [len(wordpiece_tokenize(s)) for s in sentences]
+    except Exception as err:  # noqa: BLE001 PretrainedUnavailable, or tokenizers' bare Exception for a corrupt file
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ExportError(f"the BERT WordPiece tokenizer is not available (it comes with the trained model "
+                          f"MiniLM-L6): {detail}; use --tokenizer word") from None
+
+
+def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png") -> None:
+    """Refuse a run that would capture more than :data:`MAX_NUMBERS` numbers (:data:`MAX_JSON_NUMBERS`
+    for JSON), before it starts.
+
+    Raises:
+        UsageError: too many sentences or numbers (the message names the sizes to lower).
+        ExportError: ``wordpiece`` asked for and unavailable.
+    """
+    if len(sentences) > MAX_SENTENCES:
+        raise UsageError(f"{len(sentences)} sentences; at most {MAX_SENTENCES} per export")
+    if args.model == "causal":
+        n_layers, n_heads, d_model = 2, 4, 64
+        counts = [len(" ".join(sentences).replace(",", " ").split())]
+    elif args.model == "minilm":
+        n_layers, n_heads, d_model, cap = 6, 12, 384, args.max_tokens or MINILM_MAX_TOKENS
+        if cap < 2:
+            raise UsageError("--max-tokens must be at least 2 for MiniLM ([CLS] and [SEP])")
+        counts = [min(n, cap) for n in wordpiece_lengths(sentences)]
+    else:
+        opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
+        n_layers, n_heads, d_model, cap = opt["n_layers"], opt["n_heads"], opt["d_model"], opt["max_tokens"]
+        if opt["tokenizer"] == "wordpiece":
+            counts = [min(n, cap) for n in wordpiece_lengths(sentences)]
+        else:
+            from ..text.tokenize import word_tokenize
+
+            counts = [min(len(word_tokenize(s)), cap) for s in sentences]
+    n, b = max(counts, default=0), len(sentences)
+    numbers = n_layers * b * (3 * n_heads * n * n + 12 * n * d_model) + b * n * d_model
+    limit = MAX_JSON_NUMBERS if fmt == "json" else MAX_NUMBERS
+    if numbers > limit:
+        raise UsageError(f"this run would capture {numbers:,} numbers ({b} sentence{'s' * (b != 1)} × {n} tokens, "
+                         f"{n_layers} layer{'s' * (n_layers != 1)}, {n_heads} heads, d_model {d_model}); at most "
+                         f"{limit:,}{' for JSON' if fmt == 'json' else ''}: use fewer or shorter sentences, a lower "
+                         "--max-tokens, fewer layers or heads, or a smaller --d-model")
+
+
+def build_trace(args: argparse.Namespace) -> Trace:
+    """The trace the arguments describe (toy encoder or MiniLM).
+
+    Raises:
+        ValueError: bad sizes, no text, toy-only options given for MiniLM.
+    """
+    sentences = split_text(args.text)
+    if args.model == "causal":
+        return run_causal_trace(args, sentences)
+    if args.step is not None:
+        raise UsageError("--step applies only to --model causal (a training checkpoint)")
+    if args.model == "minilm":
+        given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer")
+                 if getattr(args, k) is not None]
+        if args.causal:
+            given.append("--causal")
+        if given:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise UsageError(f"{', '.join(given)} {verb} only to --model toy (MiniLM-L6 is a fixed, "
+                             "bidirectional 6-layer × 12-head model)")
+        return run_minilm_trace(sentences, padding=args.padding, max_tokens=args.max_tokens or MINILM_MAX_TOKENS)
+    opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
+    config = EncoderConfig(d_model=opt["d_model"], n_heads=opt["n_heads"], n_layers=opt["n_layers"],
+                           d_ff=4 * opt["d_model"], seed=opt["seed"])
+    return run_toy(sentences, config, tokenizer=opt["tokenizer"], causal=bool(args.causal), padding=args.padding,
+                   max_tokens=opt["max_tokens"])
+
+
+def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
+    """The trained causal model (:mod:`transformer_core.models.causal`) on one sequence of token ids
+    (``--text "5 17 3 5 17 3"``), checkpoint ``--step`` (default final), causal mask on unless ``--no-causal``.
+
+    Raises:
+        UsageError: toy/MiniLM-only options, ids that are not 0…63, more than 48 tokens, an unknown step.
+        ExportError: the committed weights are missing or corrupt.
+    """
+    from ..models.causal import CAUSAL_CONFIG, CausalUnavailable, checkpoint_steps, parse_tokens, run_causal
+
+    given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer", "max_tokens")
+             if getattr(args, k) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to --model toy or "
+                         "minilm (the causal model is a fixed 2-layer × 4-head model)")
+    try:
+        ids = parse_tokens(" ".join(sentences))
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    if len(ids) > CAUSAL_CONFIG.max_positions:
+        raise UsageError(f"{len(ids)} tokens; the causal model takes at most {CAUSAL_CONFIG.max_positions}")
+    try:
+        steps = checkpoint_steps()
+        if args.step is not None and args.step not in steps:
+            raise UsageError(f"no checkpoint at step {args.step}; choose one of {', '.join(map(str, steps))}")
+        return run_causal(ids, step=args.step, causal=args.causal is not False)
+    except (CausalUnavailable, OSError) as err:
+        raise ExportError(f"causal model export is unavailable: {err}") from err
+
+
+def check_selection(trace: Trace, stage: str, batch: int, layer: int, head: int | None) -> None:
+    """Range checks with messages that say what exists.
+
+    Raises:
+        UsageError: batch, layer or head out of range.
+    """
+    n_batch = len(trace.tokens)
+    if not 0 <= batch < n_batch:
+        raise UsageError(f"--batch {batch} out of range: the text has {n_batch} sentence(s), so 0..{n_batch - 1}")
+    n_layers = trace.n_layers
+    if not 0 <= layer < n_layers:
+        hint = " (raise --n-layers for a deeper toy model)" if trace.settings.get("model") == "toy" else ""
+        raise UsageError(f"--layer {layer} out of range: the model has layers 0..{n_layers - 1}{hint}")
+    n_heads = trace.stage(stage, layer).shape[1]
+    if head is not None and not 0 <= head < n_heads:
+        raise UsageError(f"--head {head} out of range: the model has heads 0..{n_heads - 1}")
+
+
+def describe(trace: Trace, batch: int) -> str:
+    """Plain-text one-liner of what produced the figure: model, mask, sentence."""
+    s = trace.settings
+    if s.get("model") == "toy":
+        model = f"toy encoder (random weights, seed {s.get('seed')}), d_model={s.get('d_model')}, {s.get('n_heads')} heads"
+    else:
+        model = str(s.get("name") or s.get("model") or "model")
+        if model == "minilm":
+            model = "MiniLM-L6 (all-MiniLM-L6-v2)"
+        elif model == "causal":
+            model = f"trained causal model (step {s.get('step') if s.get('step') is not None else 'final'})"
+    masks = [m for m in ("causal", "padding") if s.get(m)]
+    mask = " + ".join(masks) + " mask" if masks else "no mask"
+    words = " ".join(trace.tokens[batch][: trace.lengths[batch]])
+    if len(words) > 90:
+        words = words[:89] + "…"
+    return f"{model} · {mask} · sentence {batch}: “{words}”"

@@ -1,0 +1,162 @@
+"""Every head of one stage at a glance: the heads' matrices tiled into ONE Plotly heatmap.
+
+One figure instead of one chart per head, because the browser pays ~0.1–0.3 s of scripting
+per chart whatever its size (STREAMLIT-NOTES, "Drawing cost": 32 heads of 13² as 32 charts
+3.7 s, as one tiled heatmap 0.21 s). Heads are laid out in a grid (``n_cols`` across) with
+blank (NaN) gutters; each tile is the stage's matrix of one head:
+
+* ``scores`` / ``masked_scores`` / ``weights``: ``[query_pos, key_pos]``;
+* ``q`` / ``k`` / ``v`` / ``context``: ``[pos, d_head]``.
+
+Long inputs are pooled (above :data:`MAX_TILE` cells per tile side): a cell then shows the
+largest weight of its block (so sharp patterns stay visible) or, for signed stages, the mean.
+Axes are categorical with one unique label per row and column (an invisible per-tile prefix
+keeps the categories of tile rows apart), so the hover names the tokens from ``O(n)``
+strings; the head of each tile is written above it.
+
+A click on a heatmap cell does not reach Streamlit's ``on_select`` (streamlit #8760), so a
+transparent marker sits on each tile's centre (``customdata = head``), and
+``clickmode="event+select"`` turns a click on it into a selection: see :func:`picked_head`.
+The figure does not depend on which head is focused, so it stays byte-identical (and is not
+resent) when the learner focuses another head.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .stage import DIVERGING, SEQUENTIAL, SIGNED_STAGES, label
+from .overview import block_reduce, gutter_for, pool_for
+from ..records.trace import PATTERN_STAGES, Trace
+
+MAX_TILE = 64  # cells per tile side; a tile is ~80 px wide on screen, so more could not be seen anyway
+MARKER_TRACE = 1  # curve number of the tile-centre markers
+_ROW_TAG, _COL_TAG = "\u200b", "\u2060"  # invisible characters that make each tile row's/column's labels unique
+
+
+def _pooled_labels(tokens, n: int, step: int, role: str) -> list[str]:
+    """One label per pooled cell: ``"query 3: cat"`` or ``"queries 10–11: the cat"``."""
+    if step == 1:
+        return [f"{role} {label(tokens[i], i)}" for i in range(n)]
+    out = []
+    for cell in range(-(-n // step)):
+        first, last = cell * step, min(n, (cell + 1) * step) - 1
+        words = " ".join(tokens[first:last + 1])
+        out.append(f"{role} positions {first}–{last}: {label(words[:40], first).split(': ', 1)[1]}")
+    return out
+
+
+def heads_figure(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
+                 zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
+                 n_cols: int = 4, max_tile: int = MAX_TILE, tile_px: int = 78) -> go.Figure:
+    """All heads of one stage of one sentence of ``trace`` as tiles of one heatmap (see :func:`tiled_heads`).
+
+    ``hide_keys``: bool ``[key_pos]``, key columns to blank (pattern stages).
+
+    Raises:
+        KeyError: unknown stage or layer.
+    """
+    visible = None
+    if stage in PATTERN_STAGES and stage != "scores":
+        visible = trace.visible(batch).copy()
+        if hide_keys is not None:
+            visible &= ~np.asarray(hide_keys, bool)[None, :]
+    return tiled_heads(trace.stage(stage, layer)[batch], trace.tokens[batch], stage, visible=visible, zrange=zrange,
+                       n_cols=n_cols, max_tile=max_tile, tile_px=tile_px, meta={"layer": layer, "batch": batch})
+
+
+def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | None = None,
+                zrange: tuple[float, float] | None = None, n_cols: int = 4, max_tile: int = MAX_TILE,
+                tile_px: int = 78, meta: dict | None = None) -> go.Figure:
+    """Every head's matrix as tiles of one heatmap (click a tile centre to focus it).
+
+    Args:
+        data: ``[head, query_pos, key_pos]`` (pattern stages) or ``[head, pos, d_head]``.
+        tokens: the sentence's tokens (row labels; column labels too for pattern stages).
+        stage: stage name; sets the labels, the colour scale and how long inputs are pooled.
+        visible: bool ``[query_pos, key_pos]``, True = may attend; other cells are blank.
+        zrange: colour range, shared with the focused head's figure (no colour bar here).
+        n_cols: tiles per row. ``tile_px``: drawn size of a tile's longer side; sets the height.
+
+    ``layout.meta``: ``{"stage": "heads", "of": stage, "n_heads", "n_cols", "tile": [rows, cols]
+    cells per tile, "gutter": [rows, cols], "pool": [rows, cols] tokens per cell}`` plus ``meta``.
+    Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata`` = head).
+    """
+    data = np.array(data, dtype=np.float32)  # [head, rows, cols]
+    n_heads, n_r, n_c = data.shape
+    pattern = stage in PATTERN_STAGES or stage.endswith("weights")
+    if visible is not None:
+        data = np.where(np.asarray(visible, bool)[None], data, np.nan)
+    data[~np.isfinite(data)] = np.nan
+    step_r, step_c = pool_for(n_r, max_tile), pool_for(n_c, max_tile)
+    tiles = block_reduce(data, step_r, step_c, "max" if "weights" in stage else "mean")  # [head, m_r, m_c]
+    m_r, m_c = tiles.shape[1:]
+    n_cols = max(1, min(n_cols, n_heads))
+    n_rows = -(-n_heads // n_cols)
+    g_c = gutter_for(m_c)
+    side = max(m_r, m_c)  # cells along a tile's longer side, drawn ``tile_px`` wide
+    g_r = max(gutter_for(m_r), -(-16 * side // tile_px))  # ~16 px above each tile for its "head h" title
+    z = np.full((n_rows * (m_r + g_r) - g_r, n_cols * (m_c + g_c) - g_c), np.nan, dtype=np.float32)
+    for head in range(n_heads):
+        r, c = divmod(head, n_cols)
+        z[r * (m_r + g_r):r * (m_r + g_r) + m_r, c * (m_c + g_c):c * (m_c + g_c) + m_c] = tiles[head]
+
+    row_role, col_role = ("query", "key") if pattern else ("position", "")
+    cell_rows = _pooled_labels(tokens, n_r, step_r, row_role)
+    cell_cols = (_pooled_labels(tokens, n_c, step_c, col_role) if pattern
+                 else [f"d{j * step_c}" + (f"–d{min(n_c, (j + 1) * step_c) - 1}" if step_c > 1 else "")
+                       for j in range(m_c)])
+    ys = [(_ROW_TAG * r + cell_rows[i]) if i < m_r else f"·r{r}.{i}"
+          for r in range(n_rows) for i in range(m_r + g_r)][:z.shape[0]]
+    xs = [(_COL_TAG * c + cell_cols[j]) if j < m_c else f"·c{c}.{j}"
+          for c in range(n_cols) for j in range(m_c + g_c)][:z.shape[1]]
+    signed = stage in SIGNED_STAGES
+    what = ("largest weight of the block" if step_r > 1 and "weights" in stage
+            else "mean of the block" if step_r > 1 or step_c > 1 else "value")
+    heat = go.Heatmap(
+        z=z, x=xs, y=ys, zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
+        colorscale=DIVERGING if signed else SEQUENTIAL, showscale=False, hoverongaps=False, xgap=0, ygap=0,
+        hovertemplate=f"%{{y}}<br>%{{x}}<br>{what} %{{z:.4f}}<extra></extra>")
+    centres = [divmod(h, n_cols) for h in range(n_heads)]
+    cx = [c * (m_c + g_c) + (m_c - 1) // 2 for _, c in centres]  # centre cell of each tile
+    cy = [r * (m_r + g_r) + (m_r - 1) // 2 for r, _ in centres]
+    markers = go.Scatter(
+        x=[xs[i] for i in cx], y=[ys[i] for i in cy], customdata=np.arange(n_heads, dtype=np.int16), mode="markers", showlegend=False,
+        name="focus", marker=dict(size=max(14, int(tile_px * 0.45)), opacity=0, color="white", symbol="square"),
+        selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
+        hovertemplate="head %{customdata}<br><b>click to focus this head</b><extra></extra>")
+    titles = [dict(x=x, y=r * (m_r + g_r) - 0.5, text=f"head {h}", showarrow=False, yanchor="bottom",
+                   font=dict(size=11), xref="x", yref="y")
+              for h, ((r, _), x) in enumerate(zip(centres, cx))]
+    width_cells, height_cells = z.shape[1], z.shape[0]
+    height = int(height_cells * tile_px / side) + 30
+    layout = dict(
+        meta={"stage": "heads", "of": stage, "n_heads": n_heads, "n_cols": n_cols,
+              "tile": [m_r, m_c], "gutter": [g_r, g_c], "pool": [step_r, step_c], **(meta or {})},
+        height=max(120, height), margin=dict(l=4, r=4, t=22, b=4), plot_bgcolor="#ffffff",
+        annotations=titles, clickmode="event+select", hovermode="closest", dragmode=False, hoverdistance=1,
+        xaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
+                   range=[-0.5, width_cells - 0.5]),
+        yaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
+                   range=[height_cells - 0.5, -0.5]),  # top row first; explicit: markers would pad an autorange
+    )
+    return go.Figure(data=[heat, markers], layout=layout)
+
+
+def picked_head(points: list[dict] | None) -> int | None:
+    """The head of the first selected tile-centre marker in a Streamlit selection, or None.
+
+    ``points`` is ``event["selection"]["points"]`` (plain dicts); points of the heatmap are ignored.
+    """
+    for point in points or []:
+        if point.get("curve_number", MARKER_TRACE) != MARKER_TRACE:
+            continue
+        custom = point.get("customdata")
+        if isinstance(custom, (list, tuple)):
+            custom = custom[0] if custom else None
+        if isinstance(custom, (int, float)):
+            return int(custom)
+        index = point.get("point_index", point.get("point_number"))
+        if isinstance(index, int):
+            return index
+    return None

@@ -1,0 +1,271 @@
+"""Plotly figure builders: pure functions from a :class:`~transformer_core.records.trace.Trace` to ``go.Figure``.
+
+Shared by the app's pages, the export command and the tests, so a saved file matches the
+screen. Conventions (plotly.py #4215: categorical axes merge repeated labels):
+
+* axes are positions ``0 … n-1``; tokens are only tick labels, so repeated tokens stay apart;
+* token text is HTML-escaped everywhere Plotly would render markup;
+* blocked (masked) cells are ``None`` (blank) with a "masked" hover, never ±inf or −1e9;
+* a query row with no visible key is marked "⊘" on its tick label and in the hover;
+* colour scales are colour-blind safe (Viridis; RdBu for signed values) and shared by
+  every head of one stage (pass ``zrange``);
+* ``layout.meta`` records ``{"stage", "head", "layer", "batch"}`` for tests and exports.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..records.trace import PATTERN_STAGES, Trace
+
+SEQUENTIAL = "Viridis"
+DIVERGING = "RdBu_r"
+SIGNED_STAGES = {"scores", "masked_scores", "q", "k", "v", "context", "concat", "projected", "output",
+                 "embeddings", "hidden"}
+STAGE_TITLES = {
+    "q": "Queries Q", "k": "Keys K", "v": "Values V",
+    "scores": "Raw scores QKᵀ/√d_k", "masked_scores": "Masked scores",
+    "weights": "Attention weights softmax(·)", "context": "Per-head context weights·V",
+}
+STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": "score", "masked_scores": "score", "weights": "weight",
+               "context": "context"}
+EMPTY_ROW_MARK = "⊘"
+MAX_TICKS = 40  # every token labelled up to 40 per axis; beyond, every k-th (the hover names them all)
+TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)
+GAP_MAX_CELLS = 8  # 1-px gaps only while cells are ≥ ~40 px, so gaps stay under ~5 % of a figure (plotly.py #746)
+CELL_MARKERS_MAX = 32  # tokens up to which the focused heatmap carries a click marker per cell
+FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
+
+
+def label(token: str, pos: int) -> str:
+    """Tick label for one position, HTML-escaped: ``"3: &lt;b&gt;"``."""
+    return f"{pos}: {html.escape(token)}"
+
+
+def short_label(token: str, pos: int, limit: int = TICK_CHARS) -> str:
+    """:func:`label` with the token cut to ``limit`` characters plus "…" (for ticks; the hover keeps it whole)."""
+    return label(token if len(token) <= limit else token[:limit - 1] + "…", pos)
+
+
+def blank_blocked(matrix: np.ndarray, visible: np.ndarray | None = None) -> np.ndarray:
+    """float32 copy with NaN where a cell is blocked or not finite.
+
+    Plotly ≥ 6 sends float32 arrays as base64 bytes (half the payload of float64, a
+    fraction of JSON lists) and plotly.js draws NaN cells of a typed array as gaps, so a
+    blocked cell is blank, never a number such as −1e9.
+    """
+    m = np.array(matrix, dtype=np.float32)
+    keep = np.isfinite(m) if visible is None else np.isfinite(m) & np.asarray(visible, bool)
+    m[~keep] = np.nan
+    return m
+
+
+def stage_range(trace: Trace, stage: str, batch: int, layer: int = 0,
+                heads: list[int] | None = None, fixed: bool = False) -> tuple[float, float]:
+    """Colour range shared by the shown heads of one stage (all heads by default; visible, finite cells only).
+
+    Weights: ``(0, largest visible weight)``, so a nearly uniform head (≈ 1/n everywhere) still
+    shows its structure; ``fixed=True`` gives ``(0, 1)`` for comparing figures and slides.
+    Signed stages: symmetric ``(−b, b)`` around 0. See :func:`range_note` for the colour-bar text.
+    """
+    data = trace.stage(stage, layer)[batch]  # [head, rows, cols]
+    if heads is not None:
+        data = data[heads]
+    if stage in PATTERN_STAGES:
+        data = data[:, informative_cells(trace.visible(batch), stage)]
+    return value_range(data, stage, fixed)
+
+
+def informative_cells(visible: np.ndarray, stage: str) -> np.ndarray:
+    """bool ``[query_pos, key_pos]``: the visible cells that set a colour range.
+
+    For weights, a row with one visible key (row 0 under the causal mask) is 1 by construction;
+    it would pin every range to 1, so such rows are left out unless nothing else is visible.
+    """
+    visible = np.asarray(visible, bool)
+    if stage not in ("weights", "dropped_weights"):
+        return visible
+    free = visible & (visible.sum(axis=-1) > 1)[:, None]
+    return free if free.any() else visible
+
+
+def value_range(values: np.ndarray, stage: str, fixed: bool = False) -> tuple[float, float]:
+    """:func:`stage_range` for any array of one stage's values (NaN and ±inf ignored)."""
+    data = np.asarray(values, dtype=np.float64)
+    data = data[np.isfinite(data)]
+    if stage in ("weights", "dropped_weights"):
+        top = float(data.max()) if data.size else 1.0
+        if fixed:
+            return (0.0, max(1.0, top))  # dropout can scale weights above 1
+        return (0.0, top if top > 0 else 1.0)
+    if data.size == 0:
+        return (-1.0, 1.0) if stage in SIGNED_STAGES else (0.0, 1.0)
+    if stage in SIGNED_STAGES:
+        bound = float(np.abs(data).max()) or 1.0
+        return (-bound, bound)
+    return (0.0, float(data.max()) or 1.0)
+
+
+def range_note(stage: str, zrange: tuple[float, float], fixed: bool = False) -> str:
+    """What the colour range is, for a figure's caption: ``"colours 0 – 0.214 (largest weight shown)"``."""
+    low, high = zrange
+    if stage in ("weights", "dropped_weights"):
+        return ("colours fixed 0 – 1" if fixed and high == 1.0
+                else f"colours 0 – {high:.3g} (largest weight in rows with a choice; fixed 0–1 scale to compare)")
+    return f"colours {low:.3g} – {high:.3g}, symmetric around 0" if low == -high else f"colours {low:.3g} – {high:.3g}"
+
+
+def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
+    """Positions to label on an axis of ``n``: all of them up to ``max_ticks``, else every k-th."""
+    step = -(-n // max_ticks)  # ceil
+    return list(range(0, n, step))
+
+
+def _tick_font(n: int) -> int:
+    """Tick font size (px) for ``n`` labels on a ~500-px axis: readable, never overlapping."""
+    return 12 if n <= 16 else 11 if n <= 28 else 10
+
+
+def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
+            visible: np.ndarray | None = None, empty_rows: np.ndarray | None = None,
+            zrange: tuple[float, float] | None = None, colorscale: str = SEQUENTIAL,
+            title: str = "", meta: dict | None = None, row_title: str = "query", col_title: str = "key",
+            height: int | None = None, show_scale: bool = True, scale_title: str = "",
+            row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
+            empty_note: str = "no visible key: weights 0", width_px: int = FOCUS_WIDTH_PX) -> go.Figure:
+    """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
+
+    ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
+    marks rows with no visible key. Labels must already be escaped and unique (see :func:`label`):
+    they are the axis categories, so the hover names both tokens from ``O(n)`` strings.
+    ``row_ticks``/``col_ticks`` are the (shorter) tick texts, default the labels themselves.
+    ``width_px``: about how wide the figure is drawn; x labels that would not fit turn vertical.
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    n_rows, n_cols = matrix.shape
+    empty_rows = np.zeros(n_rows, bool) if empty_rows is None else np.asarray(empty_rows, bool)
+    row_ticks, col_ticks = row_ticks or row_labels, col_ticks or col_labels
+    ticks_y = [f"{EMPTY_ROW_MARK} {t}" if e else t for t, e in zip(row_ticks, empty_rows)]
+    blocked = np.zeros_like(matrix, bool) if visible is None else ~np.asarray(visible, bool)
+    zmin, zmax = zrange if zrange else (None, None)
+    xgap = 1 if n_cols <= GAP_MAX_CELLS else 0
+    ygap = 1 if n_rows <= GAP_MAX_CELLS else 0
+    xs, ys = list(col_labels), list(row_labels)
+    heat = dict(
+        type="heatmap", name="values", z=blank_blocked(matrix, visible), x=xs, y=ys,
+        zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=xgap, ygap=ygap, showscale=show_scale,
+        colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10), title=dict(text=scale_title, font=dict(size=11))),
+        hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
+    )
+    traces = [heat]
+    # Blank cells have no hover of their own: a one-colour heatmap over them says why (uint8: 1 byte a cell).
+    blank = ~np.isfinite(heat["z"])
+    for cells, text, colour in ((blocked & ~empty_rows[:, None], "masked", "#d9d9d9"),
+                                (blank & empty_rows[:, None], empty_note, "#b8b8b8")):
+        if cells.any():
+            traces.append(dict(
+                type="heatmap", z=np.where(cells, np.float32(1), np.float32(np.nan)),
+                x=xs, y=ys, colorscale=[[0, colour], [1, colour]], zmin=0, zmax=1,
+                showscale=False, hoverongaps=False, xgap=xgap, ygap=ygap, name=text,
+                hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{text}<extra></extra>"))
+    # ticklabeloverflow="allow" skips Plotly's per-label overflow check (most of the draw time at
+    # 128 tokens in a browser profile). Beyond MAX_TICKS, label every k-th position.
+    xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
+    longest = max((len(html.unescape(col_ticks[i])) for i in xticks), default=1)
+    # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
+    angle = 0 if longest * 7 <= width_px / max(1, len(xticks)) else -90
+    size = height or (390 if n_rows <= 24 else 520)
+    layout = dict(
+        # automargin: the title pushes the plot down instead of sitting on the top tick labels
+        # a caption under the plot, as in a textbook figure (automargin: room is made for it)
+        title=dict(text=title, font=dict(size=13), x=0, xanchor="left", yref="paper", y=0, yanchor="top",
+                   automargin=True, pad=dict(t=6)),
+        meta=meta or {}, height=size, margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="#ffffff",
+        xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
+                   ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=4),
+                   tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
+                   tickfont=dict(size=_tick_font(len(xticks)))),
+        yaxis=dict(type="category", tickmode="array", tickvals=[ys[i] for i in yticks],
+                   ticktext=[ticks_y[i] for i in yticks], autorange="reversed", title=dict(text=row_title, standoff=4),
+                   showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
+                   tickfont=dict(size=_tick_font(len(yticks)))),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, layer: int = 0,
+                 zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
+                 show_scale: bool = True, fixed: bool = False, title: str | None = None,
+                 height: int | None = None) -> go.Figure:
+    """The heatmap of one stage, one head, one sentence.
+
+    ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
+    ``[pos, d_head]``. ``hide_keys`` (bool ``[key_pos]``) blanks chosen key columns (e.g. special tokens).
+    ``zrange`` defaults to :func:`stage_range` over every head (``fixed`` as there); the colour
+    bar's title says what the range is.
+
+    Raises:
+        KeyError: unknown stage.
+    """
+    data = trace.stage(stage, layer)[batch, head]
+    tokens = trace.tokens[batch]
+    rows = [label(t, i) for i, t in enumerate(tokens)]
+    ticks = [short_label(t, i) for i, t in enumerate(tokens)]
+    meta = {"stage": stage, "head": head, "layer": layer, "batch": batch}
+    if zrange is None:
+        zrange = stage_range(trace, stage, batch, layer, fixed=fixed)
+    colorscale = DIVERGING if stage in SIGNED_STAGES else SEQUENTIAL
+    caption = f"head {head}" if title is None else title
+    common = dict(zrange=zrange, colorscale=colorscale, meta=meta, show_scale=show_scale, height=height,
+                  title=f"{caption}<br><span style='font-size:11px'>{range_note(stage, zrange, fixed)}</span>",
+                  scale_title=STAGE_SHORT.get(stage, stage), row_ticks=ticks)
+    if stage in PATTERN_STAGES:
+        visible = trace.visible(batch).copy()
+        if hide_keys is not None:
+            visible &= ~np.asarray(hide_keys, bool)[None, :]
+        # raw scores are shown whole: masking has not happened yet at that stage
+        fig = heatmap(data, rows, rows, visible=None if stage == "scores" else visible,
+                      empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks, **common)
+        if len(tokens) <= CELL_MARKERS_MAX:
+            add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
+        return fig
+    cols = [f"d{j}" for j in range(data.shape[-1])]
+    return heatmap(data, rows, cols, row_title="position", col_title="dimension", **common)
+
+
+def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> None:
+    """A transparent marker on every cell, ``customdata = [query, key]``, so a click selects the cell.
+
+    Clicking a heatmap cell does not reach Streamlit's ``on_select`` (streamlit #8760); a click on
+    a scatter marker does (``clickmode="event+select"``). One marker per cell costs the browser
+    time, so only small matrices get them (:data:`CELL_MARKERS_MAX`); the pickers always work.
+    ``customdata`` is a plain list: a 2-D typed array would reach Streamlit's selection event as
+    ``{"0": q, "1": k}`` objects rather than pairs.
+    """
+    n_rows, n_cols = values.shape
+    qs, ks = np.divmod(np.arange(n_rows * n_cols), n_cols)
+    flat = np.asarray(values, np.float64).ravel()
+    text = ["masked" if not np.isfinite(v) else f"value {v:.4f}" for v in flat]
+    fig.add_trace(go.Scatter(
+        x=[labels[k] for k in ks], y=[labels[q] for q in qs], customdata=np.stack([qs, ks], axis=1).tolist(),
+        text=text, mode="markers", name="cells",
+        showlegend=False, marker=dict(size=max(8, min(30, 360 // max(n_rows, 1))), symbol="square", opacity=0),
+        selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
+        hovertemplate="query %{y}<br>key %{x}<br>%{text}<br><b>click to explain</b><extra></extra>"))
+    fig.update_layout(clickmode="event+select", hovermode="closest", dragmode=False)
+
+
+def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tuple[str, ...], ext: str = "") -> str:
+    """A meaningful file name: ``weights_L0_H3_the-cat-sat`` (+ ``.ext``)."""
+    words = [t for t in tokens if t.isalnum()][:4] or ["text"]
+    slug = "-".join(w.lower() for w in words)[:40]
+    parts = [stage] + ([f"L{layer}"] if layer is not None else []) + ([f"H{head}"] if head is not None else []) + [slug]
+    return "_".join(parts) + (f".{ext}" if ext else "")
+
+
+def chart_config(filename: str, fmt: str = "png") -> dict:
+    """``st.plotly_chart``/``fig.show`` config: the modebar camera saves a slide-sized image."""
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": fmt, "filename": filename, "width": 1280, "height": 720, "scale": 2}}
