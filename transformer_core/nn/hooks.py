@@ -23,12 +23,19 @@ from torch import nn
 
 # The captures active in this thread: tuple of (names by hook-point id, store).
 _ACTIVE: contextvars.ContextVar[tuple] = contextvars.ContextVar("transformer_core_captures", default=())
+# The interventions active in this thread: tuple of {hook-point id: function} (see :func:`intervene`).
+_EDITS: contextvars.ContextVar[tuple] = contextvars.ContextVar("transformer_core_edits", default=())
 
 
 class HookPoint(nn.Module):
-    """Identity module marking one stage; records its input inside :func:`capture`."""
+    """Identity module marking one stage; inside :func:`intervene` its value may be replaced, and
+    inside :func:`capture` the value passed on (after any intervention) is recorded."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for edits in _EDITS.get():  # empty outside intervene(): the default path is unchanged
+            edit = edits.get(id(self))
+            if edit is not None:
+                x = edit(x)
         for names, store in _ACTIVE.get():
             name = names.get(id(self))
             if name is not None:
@@ -71,3 +78,28 @@ def capture(module: nn.Module, only: Callable[[str], bool] | None = None) -> Ite
         yield store
     finally:
         _ACTIVE.reset(token)
+
+
+@contextlib.contextmanager
+def intervene(module: nn.Module, edits: dict[str, Callable[[torch.Tensor], torch.Tensor]]) -> Iterator[None]:
+    """Replace stages of ``module``'s forward calls made inside the block: ``edits`` maps a stage
+    name (as :func:`capture` names it, e.g. ``layers.3.attention.context``) to a function of the
+    stage's tensor returning the tensor passed on instead (same shape).
+
+    Like :func:`capture`, nothing is written on the module: the edits live in a context variable
+    private to the calling thread, so a model shared between sessions is never changed for another
+    thread, and leaving the block always removes them. A capture inside the block records the
+    edited value. Used for head ablation (:mod:`transformer_core.analysis.ablation`).
+
+    Raises:
+        KeyError: a stage name that is not a hook point of ``module`` (the message names it).
+    """
+    ids = {stage_name(path): id(m) for path, m in module.named_modules() if isinstance(m, HookPoint)}
+    unknown = [name for name in edits if name not in ids]
+    if unknown:
+        raise KeyError(f"no stage {unknown[0]!r} in {type(module).__name__}")
+    token = _EDITS.set(_EDITS.get() + ({ids[name]: fn for name, fn in edits.items()},))
+    try:
+        yield
+    finally:
+        _EDITS.reset(token)

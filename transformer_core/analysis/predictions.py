@@ -1,0 +1,122 @@
+"""Next-token predictions of the causal model: temperature, top-k, top-p, and seeded sampling.
+
+``p = softmax(logits / T)`` — the temperature divides the *logits* (never log-probabilities:
+``log_softmax(z) / T`` is the same up to a constant per row, so softmax would agree, but a
+``log_softmax`` of already-divided numbers would not; we keep the one definition). Computed in
+float64 with the row maximum subtracted *before* dividing by T, so every exponent is ≤ 0: no overflow
+at any T > 0, and as T → 0 every token but the argmax underflows to exactly 0 (T = 0.01 is finite;
+Transformer Explainer had to remove 0.05 and 0.1 for "error in Math.exp()"). Ties at the maximum
+share its probability.
+
+Top-k keeps the k most probable tokens; top-p (nucleus, Holtzman et al., "The Curious Case of Neural
+Text Degeneration", 2020) keeps the smallest set of most probable tokens whose probabilities add up to
+at least p. :func:`top_tokens` shows the kept tokens and the rest as one "other" bar, so the bars add
+up to 1; sampling draws from the kept tokens renormalised, from a local ``torch.Generator``.
+
+Shape legend: pos, vocab.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..models.causal import CausalLM, token_losses
+
+T_MIN, T_MAX = 0.01, 100.0  # the range the app and the export command offer
+
+
+def check_temperature(temperature: float) -> float:
+    """``temperature`` as a float; raises ``ValueError`` unless it is finite and > 0."""
+    t = float(temperature)
+    if not math.isfinite(t) or t <= 0:
+        raise ValueError(f"temperature must be a finite number above 0, got {temperature!r}")
+    return t
+
+
+def softmax_t(logits: np.ndarray | torch.Tensor, temperature: float = 1.0) -> np.ndarray:
+    """``softmax(logits / T)`` over the last axis, float64, never NaN or inf for finite logits.
+
+    Raises:
+        ValueError: T is not a finite number above 0, or a logit is not finite.
+    """
+    t = check_temperature(temperature)
+    z = np.asarray(logits.detach().cpu().numpy() if isinstance(logits, torch.Tensor) else logits, dtype=np.float64)
+    if not np.isfinite(z).all():
+        raise ValueError("logits must be finite")
+    shifted = (z - z.max(axis=-1, keepdims=True)) / t  # ≤ 0 everywhere, 0 at the maximum
+    e = np.exp(shifted)  # in [0, 1]; the maximum gives 1, so the sum is ≥ 1
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def kept(probs: np.ndarray, k: int | None = None, p: float | None = None) -> np.ndarray:
+    """Indices of the tokens top-k and top-p keep, most probable first (ties: lower id first).
+
+    ``k`` None = all; ``p`` None = no nucleus cut. ``probs``: ``[vocab]``.
+
+    Raises:
+        ValueError: ``k`` < 1 or ``p`` not in (0, 1].
+    """
+    if k is not None and k < 1:
+        raise ValueError(f"top-k must be at least 1, got {k}")
+    if p is not None and not 0 < p <= 1:
+        raise ValueError(f"top-p must be in (0, 1], got {p}")
+    order = np.lexsort((np.arange(len(probs)), -probs))  # by probability, then by id
+    if k is not None:
+        order = order[:k]
+    if p is not None:
+        cum = np.cumsum(probs[order])
+        order = order[:int(np.searchsorted(cum, p - 1e-12)) + 1]  # smallest prefix reaching p
+    return order
+
+
+def top_tokens(probs: np.ndarray, k: int | None = 10, p: float | None = None) -> list[tuple[str, float]]:
+    """``[(token, probability), …, ("other", rest)]`` for one position's ``probs [vocab]``: the kept
+    tokens (see :func:`kept`) and the sum of all the others as ``"other"`` (left out when 0), so the
+    probabilities add up to 1."""
+    idx = kept(probs, k, p)
+    rest = np.ones(len(probs), bool)
+    rest[idx] = False
+    out = [(str(int(i)), float(probs[i])) for i in idx]
+    other = float(probs[rest].sum())
+    return out + ([("other", other)] if rest.any() else [])
+
+
+def sampling_probs(probs: np.ndarray, k: int | None = None, p: float | None = None) -> np.ndarray:
+    """``probs [vocab]`` restricted to the kept tokens and renormalised (what :func:`sample` draws from)."""
+    out = np.zeros_like(probs)
+    idx = kept(probs, k, p)
+    out[idx] = probs[idx]
+    return out / out.sum()
+
+
+def sample(model: CausalLM, prompt: list[int], n_new: int, *, temperature: float = 1.0, k: int | None = None,
+           p: float | None = None, seed: int = 0) -> dict:
+    """Extend ``prompt`` by ``n_new`` tokens drawn from ``softmax(logits / T)`` with top-k/top-p, from a
+    ``torch.Generator`` seeded with ``seed`` (same arguments ⇒ same tokens, in any thread).
+
+    Stops at the model's ``max_positions``. Returns ``{"ids": prompt + new, "n_prompt", "loss": [pos−1]
+    nats predicting each token from the ones before (the model's own loss, T = 1), "chosen_prob": [pos−1]
+    the sampling probability of each drawn token (NaN for the prompt's)}``.
+
+    Raises:
+        ValueError: empty prompt, a bad T, k or p.
+    """
+    if not prompt:
+        raise ValueError("no tokens: type or generate a sequence")
+    check_temperature(temperature)
+    generator = torch.Generator().manual_seed(int(seed))
+    ids = list(prompt)[:model.config.max_positions]
+    n_prompt = len(ids)
+    chosen = [float("nan")] * (n_prompt - 1)
+    with torch.no_grad():
+        while len(ids) < min(model.config.max_positions, n_prompt + n_new):
+            logits = model(torch.tensor([ids]))[0, -1]  # [vocab]
+            dist = sampling_probs(softmax_t(logits, temperature), k, p)
+            token = int(torch.multinomial(torch.from_numpy(dist), 1, generator=generator))
+            chosen.append(float(dist[token]))
+            ids.append(token)
+        x = torch.tensor([ids])
+        loss = token_losses(model(x), x)[0].numpy() if len(ids) > 1 else np.zeros(0)
+    return {"ids": ids, "n_prompt": n_prompt, "loss": loss, "chosen_prob": np.asarray(chosen)}
