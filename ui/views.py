@@ -30,11 +30,15 @@ STAGE_HELP = {
     "q": "What each position is looking for.", "k": "What each position offers to be found by.",
     "v": "What each position passes on when attended to.",
 }
-# chars = Streamlit's upload cap (server.maxUploadSize, 32 MB; nginx's client_max_body_size is equal), so the
-# check holds also where the app runs without that config; ≥ 2 characters per number bounds the numbers.
+# The one upload limit, in bytes: 32 MB = 32,000,000 bytes. The browser refuses a larger file (Streamlit's
+# uploader counts server.maxUploadSize = 32 in decimal MB), Streamlit's server and nginx admit 32 MiB (the
+# file plus its multipart envelope) and this check refuses anything above it where those do not run
+# (tests/test_upload_limit.py reads all three). ≥ 2 bytes per number bounds the numbers.
 UPLOAD_MB = 32
-UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEADS, numbers=UPLOAD_MB * 2**20 // 2,
-                       chars=UPLOAD_MB * 2**20)
+UPLOAD_BYTES = UPLOAD_MB * 10**6
+UPLOAD_HELP = f"At most {UPLOAD_MB} MB ({UPLOAD_BYTES:,} bytes)."
+UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEADS, numbers=UPLOAD_BYTES // 2,
+                       size_bytes=UPLOAD_BYTES)
 DIMS = {
     "q": ("batch", "head", "query_pos", "d_k"), "k": ("batch", "head", "key_pos", "d_k"),
     "v": ("batch", "head", "key_pos", "d_k"), "context": ("batch", "head", "query_pos", "d_k"),
@@ -100,9 +104,7 @@ def read_upload(data: bytes, stages: tuple[str, ...]) -> tuple[Trace | None, str
     plain text that may quote the file: show it through :func:`ui.markdown.plain`.
     """
     try:
-        return serialize.trace_from_json(data.decode("utf-8"), limits=UPLOAD_LIMITS, required=stages), None
-    except UnicodeDecodeError as err:
-        return None, f"it is not UTF-8 text (byte {err.start} cannot be read)"
+        return serialize.trace_from_json(data, limits=UPLOAD_LIMITS, required=stages), None
     except ValueError as err:
         return None, str(err)
 
@@ -114,9 +116,9 @@ def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> 
     """
     if expander:
         with st.expander("Reopen a downloaded JSON trace"):
-            upload = st.file_uploader("Trace JSON saved from this app", type="json", key=key)
+            upload = st.file_uploader("Trace JSON saved from this app", type="json", key=key, help=UPLOAD_HELP)
     else:
-        upload = st.file_uploader("Reopen a trace JSON saved from this app", type="json", key=key)
+        upload = st.file_uploader("Reopen a trace JSON saved from this app", type="json", key=key, help=UPLOAD_HELP)
     if upload is None:
         return None
     trace, problem = read_upload(upload.getvalue(), stages)

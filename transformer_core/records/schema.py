@@ -3,8 +3,10 @@
 :func:`check_document` turns any inconsistent, hostile or oversized document into one
 ``ValueError`` whose message says what is wrong in plain words: types; valid Unicode;
 ``lengths``, ``truncated``, ``mask`` and every stage's shape consistent with the tokens
-(batch, positions) and with each other (heads); and :class:`Limits` on sentences, tokens,
-heads, layers, widths and numbers. The layout itself is described in
+(batch, positions), with each other (:func:`check_relations`: heads; q/k share d_head, v/context
+share d_v; concat = heads × d_v; one d_model) and with :class:`Limits`; then every number
+(:mod:`transformer_core.records.values`: finite float32, −inf only where the mask blocks, weights
+rows that are distributions). The layout itself is described in
 :mod:`transformer_core.records.serialize`. Pure Python and NumPy; a small explicit check, no
 schema library.
 """
@@ -17,8 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .trace import PATTERN_STAGES
+from .values import check_numbers, to_float64
 
 HEAD_DIM_STAGES = ("q", "k", "v", "context")  # [batch, head, pos, d_k]
+ROW_STAGES = ("concat", "projected", "output")  # [batch, pos, features]
 SETTING_TYPES = {"model": str, "name": str, "tokenizer": str, "activation": str, "causal": bool, "padding": bool,
                  "d_model": int, "n_heads": int, "n_layers": int, "d_ff": int, "seed": int, "max_tokens": int,
                  "dropout": float, "layer_norm_eps": float}
@@ -38,7 +42,8 @@ class Limits:
     width: int = 8192  # feature columns of a stage (d_model, d_ff, d_k)
     numbers: int = 100_000_000  # floats over all stages
     token_chars: int = 1000  # characters of one token
-    chars: int = 2_000_000_000  # characters of the JSON text
+    size_bytes: int = 2_000_000_000  # UTF-8 bytes of the JSON text
+    digits: int = 30  # digits of one whole number (Python refuses to read more than 4,300)
 
 
 def _where_text(value: object, where: str, limit: int) -> str:
@@ -64,6 +69,8 @@ def _kind(value: object) -> str:
 
 
 def _whole(value: object, where: str, low: int, high: int) -> int:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} is {value}, not a whole number")
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{where} must be a whole number, not {_kind(value)}")
     if not low <= value <= high:
@@ -79,11 +86,13 @@ def _list(value: object, where: str, length: int | None = None) -> list:
     return value
 
 
-def check_document(doc: object, limits: Limits = Limits(), required: tuple[str, ...] = ("weights",)) -> None:
+def check_document(doc: object, limits: Limits = Limits(),
+                   required: tuple[str, ...] = ("weights",)) -> dict[str, np.ndarray]:
     """Raise ``ValueError`` with one clear message unless ``doc`` (parsed JSON) is a consistent trace.
 
     ``required`` names attention stages that layer 0 must hold (``"weights"`` gives the head count).
     The ``format`` field is checked by :func:`transformer_core.records.serialize.trace_from_json`.
+    Returns every stage as a float32 array (capture name → array), read once and checked.
     """
     if not isinstance(doc, dict):
         raise ValueError(f"a trace is a JSON object, not {_kind(doc)}")
@@ -100,7 +109,11 @@ def check_document(doc: object, limits: Limits = Limits(), required: tuple[str, 
             raise ValueError(f"truncated[{b}] must be true or false, not {_kind(cut)}")
     _check_mask(doc["mask"], n_batch, n_pos)
     _check_settings(doc.get("settings"))
-    _check_stages(doc["stages"], n_batch, n_pos, limits, required)
+    shapes = _check_stages(doc["stages"], n_batch, n_pos, limits, required)
+    check_relations(shapes)
+    blocked = None if doc["mask"] is None else ~np.array(doc["mask"], dtype=bool)  # [batch, 1, query_pos|1, key_pos]
+    return {name: check_numbers(name, to_float64(name, doc["stages"][name]["data"], shape), blocked)
+            for name, shape in shapes.items()}
 
 
 def _check_tokens(tokens: object, limits: Limits) -> tuple[int, int]:
@@ -166,10 +179,12 @@ def _check_settings(settings: object) -> None:
             raise ValueError(f"{where} must be text, not {_kind(value)}")
 
 
-def _check_stages(stages: object, n_batch: int, n_pos: int, limits: Limits, required: tuple[str, ...]) -> None:
+def _check_stages(stages: object, n_batch: int, n_pos: int, limits: Limits,
+                  required: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """Each stage's own shape against the tokens and limits; returns name → shape."""
     if not isinstance(stages, dict):
         raise ValueError(f"'stages' must be an object, not {_kind(stages)}")
-    total, heads = 0, None
+    total, heads, shapes = 0, None, {}
     for name, entry in stages.items():
         _where_text(name, "a stage name", _NAME_CHARS)
         if not _STAGE_NAME.fullmatch(name):
@@ -181,6 +196,14 @@ def _check_stages(stages: object, n_batch: int, n_pos: int, limits: Limits, requ
         if entry.get("dtype", "float32") != "float32":
             raise ValueError(f"stage {name!r}: dtype must be 'float32'")
         shape = _list(entry["shape"], f"the shape of stage {name!r}")
+        if name == "token_loss":  # [batch, pos − 1]: the causal model's loss predicting each next token
+            for i, size in enumerate(shape):
+                _whole(size, f"dimension {i} of stage {name!r}", 0, limits.numbers)
+            if shape != [n_batch, n_pos - 1]:
+                raise ValueError(f"stage 'token_loss' has shape {shape}; for {n_batch}×{n_pos} tokens it must be "
+                                 f"{[n_batch, n_pos - 1]}")
+            shapes[name] = tuple(shape)
+            continue
         if len(shape) not in (3, 4):
             raise ValueError(f"stage {name!r} has {len(shape)} dimensions; a stage has 3 [batch, pos, features] "
                              "or 4 [batch, head, pos, ·]")
@@ -193,11 +216,12 @@ def _check_stages(stages: object, n_batch: int, n_pos: int, limits: Limits, requ
         if shape[0] != n_batch:
             raise ValueError(f"stage {name!r} has {shape[0]} sentences and 'tokens' has {n_batch}")
         if len(shape) == 4:
-            heads = shape[1] if heads is None else heads
-            if shape[1] != heads:
-                raise ValueError(f"stage {name!r} has {shape[1]} heads and another stage has {heads}")
-            if heads > limits.heads:
-                raise ValueError(f"stage {name!r} has {heads} heads; at most {limits.heads} can be shown")
+            heads = (name, shape) if heads is None else heads
+            if shape[1] != heads[1][1]:
+                raise ValueError(f"stage {name!r} has shape {shape} and {heads[0]!r} has {heads[1]}: every "
+                                 "attention stage has the same number of heads (dimension 1)")
+            if shape[1] > limits.heads:
+                raise ValueError(f"stage {name!r} has {shape[1]} heads; at most {limits.heads} can be shown")
         pos = shape[2] if len(shape) == 4 else shape[1]
         if pos != n_pos or (short in PATTERN_STAGES and shape[-1] != n_pos):
             want = f"[{n_batch}, heads, {n_pos}, {n_pos if short in PATTERN_STAGES else 'd_k'}]" if len(shape) == 4 \
@@ -205,8 +229,50 @@ def _check_stages(stages: object, n_batch: int, n_pos: int, limits: Limits, requ
             raise ValueError(f"stage {name!r} has shape {shape}; for {n_batch}×{n_pos} tokens it must be {want}")
         if short in PATTERN_STAGES + HEAD_DIM_STAGES and ".attention." in name and len(shape) != 4:
             raise ValueError(f"stage {name!r} must have 4 dimensions [batch, head, pos, ·]")
+        if short in ROW_STAGES and ".attention." in name and len(shape) != 3:
+            raise ValueError(f"stage {name!r} must have 3 dimensions [batch, pos, features]")
         if shape[-1] > limits.width:
             raise ValueError(f"stage {name!r} has {shape[-1]:,} columns; at most {limits.width:,} can be shown")
+        shapes[name] = tuple(shape)
     for short in required:
         if f"layers.0.attention.{short}" not in stages:
             raise ValueError(f"it has no stage 'layers.0.attention.{short}'")
+    return shapes
+
+
+def check_relations(shapes: dict[str, tuple[int, ...]]) -> None:
+    """The shape relations between stages (each stage already fits the tokens on its own).
+
+    Per layer ``layers.{i}.attention.``: ``q`` and ``k`` share d_head, ``v`` and ``context`` share d_v
+    (``[batch, head, pos, ·]``); ``concat`` is ``[batch, pos, heads × d_v]``. Across the trace, one
+    d_model: ``embeddings``, every ``attention.projected``/``attention.output`` and ``feed_forward.output``
+    (``[batch, pos, d_model]``). The head count is checked by :func:`check_document` already.
+
+    Raises:
+        ValueError: naming the stage, its shape, the stage it disagrees with and that one's shape.
+    """
+    def differ(name: str, other: str, rule: str) -> ValueError:
+        return ValueError(f"stage {name!r} has shape {list(shapes[name])} and {other!r} has {list(shapes[other])}: "
+                          f"{rule}")
+
+    model_width = None
+    for name in shapes:
+        prefix, short = name.rsplit(".", 1) if "." in name else ("", name)
+        if prefix.endswith(".attention"):
+            if short == "k" and (q := f"{prefix}.q") in shapes and shapes[q][-1] != shapes[name][-1]:
+                raise differ(name, q, "queries and keys must share d_head (the last dimension)")
+            if short == "context" and (v := f"{prefix}.v") in shapes and shapes[v][-1] != shapes[name][-1]:
+                raise differ(name, v, "values and context must share d_v (the last dimension)")
+            if short == "concat":
+                per_head = next((f"{prefix}.{s}" for s in ("context", "v") if f"{prefix}.{s}" in shapes), None)
+                if per_head is not None:
+                    b, h, pos, d_v = shapes[per_head]
+                    if shapes[name][-1] != h * d_v:
+                        raise differ(name, per_head, f"concat must be [batch, pos, heads × d_v] = {[b, pos, h * d_v]}")
+        if name == "embeddings" or name.endswith((".attention.projected", ".attention.output",
+                                                  ".feed_forward.output")):
+            if model_width is None:
+                model_width = name
+            elif shapes[name][-1] != shapes[model_width][-1]:
+                raise differ(name, model_width, "the embeddings, attention outputs and feed-forward outputs must "
+                                                "share d_model (the last dimension)")

@@ -19,6 +19,8 @@ the strings** ``"-inf"``, ``"inf"`` and ``"nan"`` (not ``null``): a blocked cell
 ``masked_scores`` is ``"-inf"``, exactly what :func:`~transformer_core.nn.hooks.capture` saw,
 and the round trip stays lossless. ``numpy.array(data, dtype="float32")`` and
 JavaScript's ``Number("-inf".replace("inf", "Infinity"))`` both decode them.
+:func:`trace_from_json` reads back only what a forward pass can capture: finite numbers, and −inf
+where the stored mask blocks a masked score (:mod:`transformer_core.records.values`).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..text.tokenize import normalize_text
 from .trace import PATTERN_STAGES, Trace
 from .schema import Limits, check_document
 
@@ -87,39 +90,53 @@ def trace_to_json(trace: Trace, *, indent: int | None = None) -> str:
                       default=_json_default)
 
 
-def _lists_to_array(name: str, entry: dict) -> np.ndarray:
-    shape = tuple(entry["shape"])
-    try:
-        # NumPy parses the strings "-inf", "inf" and "nan" when narrowing to float.
-        a = np.array(entry["data"], dtype=np.float32)
-    except (ValueError, TypeError, OverflowError):  # ragged, too deep, text or objects, a number beyond float
-        raise ValueError(f"stage {name!r}: its data is not an array of numbers of shape {list(shape)}") from None
-    if a.size == 0:
-        a = a.reshape(shape)
-    if a.shape != shape:
-        raise ValueError(f"stage {name!r}: its data has shape {list(a.shape)} but its header says {list(shape)}")
-    return a
+class _HugeNumber(ValueError):
+    """A whole number with more digits than :attr:`Limits.digits` (raised while parsing)."""
 
 
-def trace_from_json(text: str, *, limits: Limits = Limits(), required: tuple[str, ...] = ("weights",)) -> Trace:
+def _reader(limits: Limits):
+    def parse_int(text: str) -> int:
+        digits = len(text.lstrip("-"))
+        if digits > limits.digits:  # before int(): Python itself refuses more than 4,300 digits
+            raise _HugeNumber(f"it holds a whole number of {digits:,} digits; a trace's numbers have at most "
+                              f"{limits.digits}")
+        return int(text)
+    return parse_int
+
+
+def trace_from_json(text: str | bytes, *, limits: Limits = Limits(),
+                    required: tuple[str, ...] = ("weights",)) -> Trace:
     """Rebuild the :class:`Trace` written by :func:`trace_to_json` (float32 arrays, bit-identical).
 
-    The whole document is checked first (:func:`transformer_core.records.schema.check_document`):
-    types, valid Unicode, shapes consistent with the tokens, ``limits``, and the attention
-    stages ``required`` of layer 0.
+    ``text`` is the JSON as text or as UTF-8 bytes (a file's contents; its size is checked in bytes
+    before anything is decoded). The whole document is checked first
+    (:func:`transformer_core.records.schema.check_document`): types, valid Unicode, shapes consistent
+    with the tokens and with each other, finite numbers (−inf only where the mask blocks), weights
+    rows that are distributions, ``limits``, and the attention stages ``required`` of layer 0.
+    Tokens then pass the same entrance as typed text
+    (:func:`transformer_core.text.tokenize.normalize_text`: NFC, control characters as control pictures).
 
     Raises:
-        ValueError: not JSON, not a trace document, or an inconsistent one; the message says
-            what is wrong, in one line.
+        ValueError: too large, not UTF-8, not JSON, not a trace document, or an inconsistent one; the
+            message says what is wrong, in one line.
 
     A leading UTF-8 byte-order mark (U+FEFF, as Notepad and other editors save) is skipped.
     """
+    size = len(text) if isinstance(text, bytes) or len(text) > limits.size_bytes else \
+        len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.size_bytes:
+        raise ValueError(f"it is {size:,} bytes; at most {limits.size_bytes:,} bytes can be read")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ValueError(f"it is not UTF-8 text (byte {err.start} cannot be read)") from None
     text = text.removeprefix("\ufeff")
-    if len(text) > limits.chars:
-        raise ValueError(f"it has {len(text):,} characters; at most {limits.chars:,} can be read")
     try:
-        doc = json.loads(text)
-    except ValueError as err:  # JSONDecodeError, or a number of more than 4300 digits
+        doc = json.loads(text, parse_int=_reader(limits))
+    except _HugeNumber as err:
+        raise ValueError(str(err)) from None
+    except ValueError as err:  # JSONDecodeError
         raise ValueError(f"not JSON: {str(err)[:160]}") from None
     except RecursionError:
         raise ValueError("not a trace: it is nested far too deeply (a trace is 7 levels deep)") from None
@@ -127,11 +144,10 @@ def trace_from_json(text: str, *, limits: Limits = Limits(), required: tuple[str
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         found = found[:80] if isinstance(found, str) else found if found is None else type(found).__name__
         raise ValueError(f"not a trace document: expected format {FORMAT!r}, found {found!r}")
-    check_document(doc, limits, required)
+    stages = check_document(doc, limits, required)
     mask = None if doc["mask"] is None else np.array(doc["mask"], dtype=bool)
-    stages = {name: _lists_to_array(name, entry) for name, entry in doc["stages"].items()}
     return Trace(
-        tokens=tuple(tuple(row) for row in doc["tokens"]),
+        tokens=tuple(tuple(normalize_text(t) for t in row) for row in doc["tokens"]),
         lengths=tuple(doc["lengths"]),
         truncated=tuple(doc["truncated"]),
         mask=mask, stages=stages, settings=dict(doc.get("settings") or {}),

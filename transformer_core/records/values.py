@@ -1,0 +1,134 @@
+"""The numbers of a trace document: strict float32 arrays, finite and in range, weights that are distributions.
+
+Called by :func:`transformer_core.records.schema.check_document` once every shape is known to agree.
+Each refusal is one ``ValueError`` whose message names the stage and the first bad position
+``[batch, head, query_pos, key_pos]`` (or ``[batch, pos, feature]``), in NumPy's row-major order.
+
+Rules (stated in the module docstring of :mod:`transformer_core.records.serialize`):
+
+* the data holds numbers only; the strings ``"-inf"``, ``"inf"`` and ``"nan"`` (how the writer spells
+  non-finite values) are read as those values and then judged like them;
+* every number is finite in float32, except that ``masked_scores`` may be −inf exactly where the
+  stored mask blocks (True = may attend; no mask = nothing blocked);
+* every finite number is at most :data:`MAX_MAGNITUDE` in size (blocked masked scores excepted), so the
+  explain panel's recomputation (a q·k sum of d_head products, an exp, a weighted sum of values) stays
+  finite in float32;
+* ``weights`` ``[batch, head, query_pos, key_pos]``: never negative, 0 on a blocked key, and each row
+  sums to 1 over its visible keys (within :data:`ROW_SUM_TOLERANCE`), or is all 0 when no key is
+  visible (this package's convention; Vaswani et al. 2017, Eq. 1).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MAX_MAGNITUDE = 1e15  # (1e15)² × 8192 dimensions ≈ 8e33 < float32's 3.4e38
+ROW_SUM_TOLERANCE = 1e-3  # float32 softmax over 512 keys is off by ~1e-5 at most
+ZERO_TOLERANCE = 1e-6
+_SPELLED = {"-inf": -np.inf, "inf": np.inf, "nan": np.nan}
+_TYPE_OF = np.frompyfunc(type, 1, 1)
+
+
+def _at(index) -> str:
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+def _shown(value: float) -> str:
+    return "NaN" if np.isnan(value) else f"{value:g}"
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, str):
+        return f"the text {value[:20]!r}"
+    if isinstance(value, bool):
+        return "true/false"
+    return {type(None): "null", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def to_float64(name: str, data: object, shape: tuple[int, ...]) -> np.ndarray:
+    """``data`` (nested lists from JSON) as a float64 array of ``shape``; only numbers and the three spelled
+    non-finite strings are taken.
+
+    Raises:
+        ValueError: ragged or of another shape, or a value that is not a number (named with its position).
+    """
+    try:
+        raw = np.array(data)
+    except (ValueError, TypeError, OverflowError, RecursionError):  # ragged, or far too deep
+        raise ValueError(f"stage {name!r}: its data is not an array of numbers of shape {list(shape)}") from None
+    if raw.size == 0 and 0 in shape:
+        return np.zeros(shape)
+    if raw.shape != shape:
+        raise ValueError(f"stage {name!r}: its data has shape {list(raw.shape)} but its header says {list(shape)}")
+    obj = np.array(data, dtype=object)  # NumPy would read true as 1.0 and the text "0.5" as 0.5: look at types
+    kinds = _TYPE_OF(obj)
+    number = (kinds == float) | (kinds == int)
+    if number.all() and raw.dtype.kind in "fiu":
+        return raw.astype(np.float64)
+    spelled = (kinds == str) & np.vectorize(lambda x: isinstance(x, str) and x in _SPELLED, otypes=[bool])(obj)
+    if not (ok := number | spelled).all():
+        where = tuple(np.argwhere(~ok)[0])
+        raise ValueError(f"stage {name!r} holds {_describe(obj[where])} at {_at(where)}; its data holds numbers only "
+                         '(and "-inf" where the mask blocks)')
+    out = np.empty(shape, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        out[number] = [float(x) for x in obj[number]]  # an integer beyond float64 becomes inf (refused below)
+    out[spelled] = [_SPELLED[x] for x in obj[spelled]]
+    return out
+
+
+def check_numbers(name: str, values: np.ndarray, blocked: np.ndarray | None) -> np.ndarray:
+    """Narrow ``values`` (float64, from :func:`to_float64`) to float32 and check the rules above.
+
+    ``blocked``: bool ``[batch, 1, query_pos, key_pos]`` (True = the mask blocks), or None when the trace
+    has no mask. Returns the float32 array.
+
+    Raises:
+        ValueError: a number that is not finite (or −inf where the mask lets the query see the key),
+            beyond float32 or :data:`MAX_MAGNITUDE`, or weights that are not distributions.
+    """
+    short = name.rsplit(".", 1)[-1]
+    with np.errstate(over="ignore"):
+        narrow = values.astype(np.float32)
+    pattern = values.ndim == 4 and short in ("masked_scores", "weights")
+    block = np.broadcast_to(blocked, values.shape) if blocked is not None and pattern else None
+    may_be_minus_inf = block if short == "masked_scores" and block is not None else np.zeros((), dtype=bool)
+    bad = ~np.isfinite(narrow) & ~(np.isneginf(narrow) & may_be_minus_inf)
+    if bad.any():
+        where = tuple(np.argwhere(bad)[0])
+        value = values[where]
+        if short == "masked_scores" and np.isneginf(value):
+            raise ValueError(f"stage {name!r} holds -inf at {_at(where)}, where the mask lets the query see the key; "
+                             "−inf may stand only where the mask blocks")
+        if np.isfinite(value):
+            raise ValueError(f"stage {name!r} holds {_shown(value)} at {_at(where)}, beyond float32's range "
+                             "(±3.4e38)")
+        raise ValueError(f"stage {name!r} holds {_shown(value)} at {_at(where)}; every number must be finite "
+                         "(only masked scores may be −inf, where the mask blocks)")
+    big = np.abs(narrow) > MAX_MAGNITUDE
+    if short == "masked_scores" and block is not None:
+        big &= ~block  # a blocked score may hold a fill such as −1e9 or float32's lowest number
+    if big.any():
+        where = tuple(np.argwhere(big)[0])
+        raise ValueError(f"stage {name!r} holds {_shown(values[where])} at {_at(where)}; numbers in a trace are at "
+                         f"most {MAX_MAGNITUDE:g} in size, so every recomputation stays finite")
+    if short == "weights" and values.ndim == 4:
+        _check_distributions(name, narrow, block)
+    return narrow
+
+
+def _check_distributions(name: str, w: np.ndarray, block: np.ndarray | None) -> None:
+    """Rows of ``w`` ``[batch, head, query_pos, key_pos]``: ≥ 0, 0 where blocked, sum 1 over visible keys."""
+    if (negative := w < -ZERO_TOLERANCE).any():
+        where = tuple(np.argwhere(negative)[0])
+        raise ValueError(f"stage {name!r} is {_shown(w[where])} at {_at(where)}; attention weights are never negative")
+    visible = np.ones(w.shape, dtype=bool) if block is None else ~block
+    if (leak := ~visible & (np.abs(w) > ZERO_TOLERANCE)).any():
+        where = tuple(np.argwhere(leak)[0])
+        raise ValueError(f"stage {name!r} is {_shown(w[where])} at {_at(where)}, where the mask blocks the key; "
+                         "a blocked key's weight is 0")
+    sums = np.where(visible, w, 0).astype(np.float64).sum(-1)  # [batch, head, query_pos]
+    expected = visible.any(-1).astype(np.float64)  # 1, or 0 for a row with no visible key
+    if (off := np.abs(sums - expected) > ROW_SUM_TOLERANCE).any():
+        where = tuple(np.argwhere(off)[0])
+        raise ValueError(f"stage {name!r}: row {_at(where)} sums to {sums[where]:.4g} over its visible keys; every "
+                         "row of attention weights is a distribution (sum 1, or all 0 when no key is visible)")
