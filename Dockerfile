@@ -2,6 +2,9 @@
 FROM python:3.11-slim
 WORKDIR /app
 ENV PIP_NO_CACHE_DIR=1 PYTHONUNBUFFERED=1
+# Chromium for PNG/SVG export, and fonts for Chinese and emoji in every drawing (else they come out as boxes)
+RUN apt-get update && apt-get install -y --no-install-recommends chromium fonts-noto-cjk fonts-noto-color-emoji \
+    fontconfig && rm -rf /var/lib/apt/lists/*
 # CPU-only torch first (the pinned version in requirements.txt must not pull CUDA)
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY requirements.txt .

@@ -33,6 +33,7 @@ from ..records import serialize
 from ..records.trace import Trace
 from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, ExportError,  # noqa: F401
                    UsageError, build_parser, check_image_size, resolve_output, split_text)
+from .fonts import figure_texts, missing_characters, missing_font_message
 from .slides import (build_figure, find_chromium, head_figures, image_server, no_chromium_message,  # noqa: F401
                      render_image, stage_title)
 from .traces import build_trace, check_selection, check_work, describe, run_minilm_trace  # noqa: F401
@@ -99,6 +100,8 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
                                          config=figures.chart_config(path.stem))
     else:
         fig = build_figure(trace, stage, batch=batch, layer=layer, head=head)
+        if missing := missing_characters(figure_texts(fig)):  # once per image, before Chromium draws boxes
+            print(f"export: warning: {missing_font_message(missing, fmt)}", file=sys.stderr)
         data = render_image(fig, fmt, width=width, height=height, scale=scale)
     write_output(path, data)
     return path
