@@ -15,6 +15,7 @@ from transformer_core.figures.overview import overview_figure
 from ui import callbacks, head_view, state, views
 from ui import causal_compute as causal
 from ui.markdown import plain
+from ui.numbers import number
 
 N_LAYERS, N_HEADS = CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads
 ss = st.session_state
@@ -88,25 +89,33 @@ except CausalUnavailable as err:
 
 # ------------------------------------------------------------------ what the loss says
 loss, ref_loss = causal.loss_summary(trace, period), causal.loss_summary(reference, period)
-if period is not None and "repeat" in loss:
+if len(ids) == 1:
+    st.markdown("**One token: there is no next token to predict**, so there is no loss and no head score on this "
+                "sequence (their cells stay empty); the figures show the token attending to itself. Type more ids.")
+elif period == 1:
+    st.markdown(f"**A period of 1: every token repeats the one before**, so every prediction is a repeat. Loss "
+                f"predicting each next token: **{number(loss['repeat'])}** nats (chance = ln 64 = 4.16), at step {step}.")
+elif period is not None and "repeat" in loss:
     st.markdown(f"**Period {period}** (the sequence repeats after {period} tokens). Loss predicting each next token: "
-                f"**{loss['first']:.2f}** nats on the first period (chance = ln 64 = 4.16), "
-                f"**{loss['repeat']:.2f}** on the repeat, at step {step}.")
+                f"**{number(loss['first'])}** nats on the first period (chance = ln 64 = 4.16), "
+                f"**{number(loss['repeat'])}** on the repeat, at step {step}.")
 else:
     st.markdown(f"This sequence does not repeat itself, so there is nothing for an induction head to copy. "
-                f"Mean loss {loss['all']:.2f} nats (chance = ln 64 = 4.16).")
+                f"Mean loss {number(loss['all'])} nats (chance = ln 64 = 4.16).")
 if not mask_on:
     share = causal.future_share(trace)
-    st.warning(f"**Causal mask off** on a model trained with it: queries now give {share:.0%} of their attention "
-               f"(mean over layers, heads and queries) to tokens *after* them, which training never allowed. "
-               f"Loss on this sequence: **{loss['all']:.2f}** nats without the mask vs **{ref_loss['all']:.2f}** with "
-               "it" + (f" (repeat: {loss['repeat']:.2f} vs {ref_loss['repeat']:.2f})" if "repeat" in loss else "")
-               + ". " + ("Lower: a query can now read the very token it must predict — cheating, which a language "
-                        "model generating text cannot do (the future does not exist yet)."
-                        if loss["all"] < ref_loss["all"] else
-                        "Higher: the heads were never trained to ignore the future, so their patterns smear over "
-                        "tokens they do not understand, and the induction heads lose their stripe."),
-               icon=":material/visibility:")
+    compared = "" if len(ids) == 1 else (
+        f"Loss on this sequence: **{number(loss['all'])}** nats without the mask vs **{number(ref_loss['all'])}** "
+        "with it" + (f" (repeat: {number(loss['repeat'])} vs {number(ref_loss['repeat'])})" if "repeat" in loss
+                     else "")
+        + ". " + ("Lower: a query can now read the very token it must predict — cheating, which a language "
+                  "model generating text cannot do (the future does not exist yet)."
+                  if loss["all"] < ref_loss["all"] else
+                  "Higher: the heads were never trained to ignore the future, so their patterns smear over "
+                  "tokens they do not understand, and the induction heads lose their stripe."))
+    st.warning(f"**Causal mask off** on a model trained with it: queries now give {number(share, '.0%')} of their "
+               f"attention (mean over layers, heads and queries) to tokens *after* them, which training never "
+               f"allowed. {compared}", icon=":material/visibility:")
 
 # ------------------------------------------------------------------ overview
 

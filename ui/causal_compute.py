@@ -62,18 +62,22 @@ def sequence_scores(trace: Trace, period: int | None) -> dict:
     for layer in range(trace.n_layers):
         # a copy (cached arrays are read-only): [batch, head, query_pos, key_pos]
         w = torch.tensor(trace.stage("weights", layer))
-        out["previous_token"].append(previous_token_score(w).tolist())
+        # one token: no query has a previous token, so there is no score (None, shown as an empty cell)
+        out["previous_token"].append(previous_token_score(w).tolist() if w.shape[-1] >= 2 else [None] * w.shape[1])
         ok = period is not None and w.shape[-1] - period >= 2
         out["induction"].append(induction_score(w, period).tolist() if ok else [None] * w.shape[1])
     return out
 
 
 def loss_summary(trace: Trace, period: int | None) -> dict:
-    """Mean loss (nats) on the whole sequence, the first period and the repeats, from ``token_loss``."""
+    """Mean loss (nats) on the whole sequence, the first period and the repeats, from ``token_loss``.
+
+    A mean over no prediction is None, never NaN: ``"all"`` for a one-token sequence (there is no next
+    token), ``"first"`` for a period of 1 (every prediction is a repeat)."""
     loss = trace.stages["token_loss"][0]  # [pos-1]; entry t predicts token t+1
-    out = {"all": float(loss.mean())}
+    out = {"all": float(loss.mean()) if len(loss) else None}
     if period is not None and len(loss) >= period:
-        out["first"] = float(loss[:period - 1].mean()) if period > 1 else float("nan")
+        out["first"] = float(loss[:period - 1].mean()) if period > 1 else None
         out["repeat"] = float(loss[period - 1:].mean())
     return out
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -39,6 +40,7 @@ from ..nn.masks import causal_mask
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WEIGHTS_PATH = DATA_DIR / "causal_model.safetensors"  # final weights and every checkpoint
 TRAINING_LOG_PATH = DATA_DIR / "causal_training.json"  # config, loss curve, checkpoint steps
+_TOKEN_ID = re.compile(r"[0-9]{1,9}")  # ASCII digits, as typed; more digits than an id ever needs are refused
 # SHA-256 of WEIGHTS_PATH as committed; written by `python -m transformer_core.models.train_causal --write`.
 WEIGHTS_SHA256 = "1315aad435792b771780f25d63308e230c3f1b5b2d56a14e047864b443c242e6"
 
@@ -293,8 +295,11 @@ def parse_tokens(text: str, vocab_size: int = CAUSAL_CONFIG.vocab_size) -> list[
     """
     ids = []
     for word in text.replace(",", " ").split():
-        if not word.isdigit() or int(word) >= vocab_size:
-            raise ValueError(f"{word!r} is not a token id: type whole numbers from 0 to {vocab_size - 1}")
+        # ASCII digits only (str.isdigit also takes "²" and "５", which int() then refuses), and short
+        # enough for int() (Python refuses more than 4,300 digits)
+        if not _TOKEN_ID.fullmatch(word) or int(word) >= vocab_size:
+            raise ValueError(f"{word[:20]!r}{'…' if len(word) > 20 else ''} is not a token id: type whole numbers "
+                             f"from 0 to {vocab_size - 1}")
         ids.append(int(word))
     return ids
 
