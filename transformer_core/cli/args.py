@@ -154,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=("toy", "minilm", "causal"), default="toy",
                    help="toy random-weight encoder, MiniLM-L6, or the trained causal model (--text = token ids 0-63)")
     p.add_argument("--step", type=int, help="causal: training checkpoint (default: the final model)")
+    p.add_argument("--ablate", metavar="HEADS",
+                   help="minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)")
+    p.add_argument("--ablate-mode", choices=("zero", "mean"), default="zero",
+                   help="zero: context = 0 (as head_mask did); mean: its mean over the real tokens (default zero)")
     p.add_argument("--d-model", type=_bounded("d_model"),
                    help=f"toy: width of every token vector, {_range('d_model')} (default 64)")
     p.add_argument("--n-heads", type=_bounded("n_heads"),

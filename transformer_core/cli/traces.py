@@ -101,7 +101,10 @@ def build_trace(args: argparse.Namespace) -> Trace:
             verb = "applies" if len(given) == 1 else "apply"
             raise UsageError(f"{', '.join(given)} {verb} only to --model toy (MiniLM-L6 is a fixed, "
                              "bidirectional 6-layer × 12-head model)")
-        return run_minilm_trace(sentences, padding=args.padding, max_tokens=args.max_tokens or MINILM_MAX_TOKENS)
+        return _ablated_minilm(args, sentences) if args.ablate else \
+            run_minilm_trace(sentences, padding=args.padding, max_tokens=args.max_tokens or MINILM_MAX_TOKENS)
+    if args.ablate:
+        raise UsageError("--ablate applies only to --model minilm or causal")
     opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
     config = EncoderConfig(d_model=opt["d_model"], n_heads=opt["n_heads"], n_layers=opt["n_layers"],
                            d_ff=4 * opt["d_model"], seed=opt["seed"])
@@ -134,9 +137,56 @@ def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
         steps = checkpoint_steps()
         if args.step is not None and args.step not in steps:
             raise UsageError(f"no checkpoint at step {args.step}; choose one of {', '.join(map(str, steps))}")
-        return run_causal(ids, step=args.step, causal=args.causal is not False)
+        if not args.ablate:
+            return run_causal(ids, step=args.step, causal=args.causal is not False)
+        from ..analysis.ablation import ablate
+        from ..models.causal import load_causal_model
+
+        heads = _heads(args, CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads)
+        with ablate(load_causal_model(args.step), heads, args.ablate_mode):
+            return _marked(run_causal(ids, step=args.step, causal=args.causal is not False), heads, args.ablate_mode)
     except (CausalUnavailable, OSError) as err:
         raise ExportError(f"causal model export is unavailable: {err}") from err
+
+
+def _heads(args: argparse.Namespace, n_layers: int, n_heads: int) -> tuple:
+    """``--ablate`` as ``((layer, head), …)``. Raises UsageError naming the bad item."""
+    from ..analysis.ablation import parse_heads
+
+    try:
+        return parse_heads(args.ablate, n_layers, n_heads)
+    except ValueError as err:
+        raise UsageError(f"--ablate: {err}") from None
+
+
+def _marked(trace: Trace, heads: tuple, mode: str) -> Trace:
+    """``trace`` with the ablation written into its settings (JSON, the HTML description)."""
+    import dataclasses
+
+    from ..analysis.ablation import format_heads
+
+    return dataclasses.replace(trace, settings={**trace.settings, "ablate": format_heads(heads), "ablate_mode": mode})
+
+
+def _ablated_minilm(args: argparse.Namespace, sentences: list[str]) -> Trace:
+    """MiniLM with ``--ablate`` heads ablated (mean mode averages over each sentence's real tokens)."""
+    import torch
+
+    from ..analysis.ablation import ablate
+    from ..models.minilm import load_minilm
+
+    heads = _heads(args, 6, 12)
+    cap = args.max_tokens or MINILM_MAX_TOKENS
+    real = None
+    if args.ablate_mode == "mean":  # the real tokens of each sentence, from an intact run's lengths
+        lengths = run_minilm_trace(sentences, padding=args.padding, max_tokens=cap).lengths
+        real = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
+    try:
+        model, _ = load_minilm()
+    except RuntimeError as err:
+        raise ExportError(f"MiniLM export failed: {err}") from None
+    with ablate(model, heads, args.ablate_mode, real):
+        return _marked(run_minilm_trace(sentences, padding=args.padding, max_tokens=cap), heads, args.ablate_mode)
 
 
 def check_selection(trace: Trace, stage: str, batch: int, layer: int, head: int | None) -> None:
@@ -168,6 +218,8 @@ def describe(trace: Trace, batch: int) -> str:
             model = "MiniLM-L6 (all-MiniLM-L6-v2)"
         elif model == "causal":
             model = f"trained causal model (step {s.get('step') if s.get('step') is not None else 'final'})"
+    if s.get("ablate"):
+        model += f", {s['ablate']} ablated ({s.get('ablate_mode', 'zero')})"
     masks = [m for m in ("causal", "padding") if s.get(m)]
     mask = " + ".join(masks) + " mask" if masks else "no mask"
     words = " ".join(trace.tokens[batch][: trace.lengths[batch]])

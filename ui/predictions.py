@@ -1,0 +1,90 @@
+"""Next-token predictions on the causal-model page: temperature, top-k/top-p, a seeded sample (issue 23).
+
+URL: ``temp=`` (one of :data:`TEMPERATURES`), ``top_k=``, ``top_p=`` (``off`` or a number),
+``pred_pos=`` (the position whose next token is shown), ``sample_seed=``. The probabilities are
+computed by :mod:`transformer_core.analysis.predictions` exactly as shown (float64, stable at T = 0.01).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer_core.analysis.predictions import sample, softmax_t, top_tokens
+from transformer_core.figures import predictions as figs
+from transformer_core.figures.stage import chart_config
+from transformer_core.records.trace import Trace
+
+from .cache import memo
+from .state import bind_url
+
+TEMPERATURES = (0.01, 0.05, 0.1, 0.2, 0.5, 0.7, 1.0, 1.5, 2.0, 5.0, 10.0, 100.0)
+TOP_K = (1, 2, 3, 5, 10, 20, 64)
+TOP_P = ("off", 0.5, 0.75, 0.9, 0.95, 0.99)
+N_NEW = 16  # tokens sampled (fewer when the sequence leaves less room in the model's 48 positions)
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else f"{value:g}"
+
+
+@memo("causal_trace")
+def _sample(ids: tuple[int, ...], step: int, temperature: float, k: int, p: float | None, seed: int) -> dict:
+    from transformer_core.models.causal import load_causal_model
+
+    model = load_causal_model(step)
+    room = model.config.max_positions
+    prompt = list(ids[:max(1, room - N_NEW)])
+    return sample(model, prompt, N_NEW, temperature=temperature, k=k, p=p, seed=seed)
+
+
+def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None:
+    """Top-k next tokens at one position under a temperature, every position's prediction as a table,
+    and a seeded sampled continuation drawn with the loss at every position."""
+    st.subheader("Next-token predictions")
+    st.caption("At every position the model gives a probability to each of the 64 tokens being next: "
+               "softmax(logits / T). **T** (temperature) divides the logits: below 1 sharpens (T → 0 picks the "
+               "most likely token), above 1 flattens (T = 100 is nearly uniform). **top-k** keeps the k most likely "
+               "tokens, **top-p** the fewest whose probabilities reach p; the rest is one grey “other” bar, so the "
+               "bars add up to 1.")
+    bind_url("causal_temp", "temp", TEMPERATURES, 1.0, to_text=_text)
+    bind_url("causal_top_k", "top_k", TOP_K, 10)
+    bind_url("causal_top_p", "top_p", TOP_P, "off", to_text=_text)
+    bind_url("causal_pred_pos", "pred_pos", range(len(ids)), min(len(ids) - 1, (period or 0) + 2))
+    bind_url("causal_sample_seed", "sample_seed", range(1000), 0)
+    c1, c2, c3 = st.columns([2, 1.4, 1.4])
+    t = c1.select_slider("Temperature T", TEMPERATURES, key="causal_temp", format_func=_text)
+    k = c2.select_slider("top-k", TOP_K, key="causal_top_k")
+    p_choice = c3.select_slider("top-p", TOP_P, key="causal_top_p", format_func=_text)
+    p = None if p_choice == "off" else float(p_choice)
+    pos = st.slider("Position (its next token is predicted)", 0, len(ids) - 1, key="causal_pred_pos")
+    logits = trace.stages["logits"][0]  # [pos, vocab]
+    probs = softmax_t(logits, t)  # [pos, vocab] float64
+    target = str(ids[pos + 1]) if pos + 1 < len(ids) else None
+    fmt = st.session_state.get("shared_image_format", "png")
+    bars = top_tokens(probs[pos], k, p)
+    st.plotly_chart(figs.top_k_figure(bars, position=pos, token=str(ids[pos]), target=target, temperature=t,
+                                      k=k, p=p), key="causal_predictions",
+                    config=chart_config(f"predictions_pos{pos}_T{_text(t)}", fmt))
+    loss = trace.stages["token_loss"][0]  # [pos−1], T = 1
+    table = pd.DataFrame({
+        "position": np.arange(len(ids) - 1), "token": ids[:-1], "next token": ids[1:],
+        "top prediction": probs[:-1].argmax(-1), "its probability": probs[:-1].max(-1),
+        "probability of next token": probs[np.arange(len(ids) - 1), ids[1:]], "loss (nats, T = 1)": loss})
+    with st.expander("Every position's prediction (table, CSV)", icon=":material/table:"):
+        st.dataframe(table, hide_index=True, key="causal_pred_table", column_config={
+            c: st.column_config.NumberColumn(format="%.4f")
+            for c in ("its probability", "probability of next token", "loss (nats, T = 1)")})
+        st.download_button("⬇ Predictions as CSV", table.to_csv(index=False), mime="text/csv",
+                           file_name=f"predictions_step{step}_T{_text(t)}.csv", key="causal_pred_csv",
+                           on_click="ignore")
+
+    st.markdown("**Sample a continuation** with these T, top-k and top-p (seeded: the same seed draws the same "
+                "tokens). The line is the model's loss at every position: high on the first period, low on the "
+                "repeat — and on the sampled tokens, when they continue the repetition.")
+    seed = st.number_input("Sampling seed", 0, 999, key="causal_sample_seed")
+    drawn = _sample(tuple(ids), step, t, k, p, int(seed))
+    new = drawn["ids"][drawn["n_prompt"]:]
+    st.code(" ".join(map(str, drawn["ids"][:drawn["n_prompt"]])) + "  →  " + " ".join(map(str, new)), language=None)
+    st.plotly_chart(figs.sample_figure(drawn["ids"], drawn["loss"], drawn["n_prompt"], period), key="causal_sample",
+                    config=chart_config(f"sample_seed{seed}_T{_text(t)}", fmt))
