@@ -14,6 +14,7 @@ from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, par
 from transformer_core.figures.overview import overview_figure
 from ui import callbacks, head_view, state, views
 from ui import causal_compute as causal
+from ui import ablation, predictions
 from ui.markdown import plain
 from ui.numbers import number
 
@@ -146,8 +147,8 @@ st.caption("**Previous-token score**: mean weight on key = query − 1. **Induct
            "second period's queries, on the token *after* the previous occurrence of the current token "
            "(key = query − "
            "period + 1). Held out = 64 random sequences of period 24 repeated once (seed 12345, never seen in "
-           f"training), checkpoint {step}; held-out loss there: {held['loss']['first']:.2f} nats on the first period, "
-           f"{held['loss']['repeat']:.2f} on the repeat.")
+           f"training), checkpoint {step}; held-out loss there: {number(held['loss']['first'], '.2f')} nats on the first period, "
+           f"{number(held['loss']['repeat'], '.2f')} on the repeat.")
 
 # ------------------------------------------------------------------ one head, every stage
 st.subheader("One head, stage by stage")
@@ -158,3 +159,6 @@ head_view.show(trace, batch=0, layer=layer, stage=stage, head=head, fixed=fixed,
 with st.expander("Downloads: CSV, JSON, offline HTML", icon=":material/download:"):
     views.stage_csv(trace, stage, batch=0, layer=layer, key_prefix="causal_")
     views.trace_downloads(trace, batch=0, stages=("masked_scores", "weights"), layer=layer, key_prefix="causal_")
+
+predictions.section(trace, ids, step, period)
+ablation.causal_section(step)

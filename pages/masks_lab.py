@@ -14,6 +14,7 @@ from ui import callbacks, compute, state
 from ui import lesson_panels as L
 from ui.labels import sentence_label
 from ui.markdown import plain
+from ui.numbers import number
 
 PAGE = "masks_lab"
 settings = state.current()
@@ -80,7 +81,7 @@ with tabs[0]:
         L.chart(L.pattern_figure(g["weights"], rows, rows, "Weights = softmax by row", visible=g["mask"],
                                  zrange=(0.0, top), section=kind), f"masks_{kind}_weights", cols[2], f"{kind}_weights")
         st.caption(f"Causal, padding and both share one colour range (switch between them to compare): "
-                   f"scores −{bound:.3g} … {bound:.3g}, weights 0 … {top:.3g}.")
+                   f"scores −{number(bound, '.3g')} … {number(bound, '.3g')}, weights 0 … {number(top, '.3g')}.")
 
 # 2 · two conventions from the seeds ----------------------------------------------------------------
 with tabs[1]:
@@ -105,8 +106,8 @@ with tabs[1]:
                                      empty_note={"seed 000": "no visible key: softmax gave NaN (blank)"}.get(
                                          name, "no visible key: weights 0")), f"masks_conv_{name.replace(' ', '')}", col, f"weights_{name.replace(' ', '')}")
         d = conv["diffs"]
-        st.markdown(f"**Ordinary rows** (every row with a visible key) — max |seed 000 − seed 001| = `{d[('seed 000', 'seed 001')]:.3g}`, "
-                    f"max |seed 000 − ours| = `{d[('seed 000', 'ours')]:.3g}`, max |seed 001 − ours| = `{d[('seed 001', 'ours')]:.3g}`.")
+        st.markdown(f"**Ordinary rows** (every row with a visible key) — max |seed 000 − seed 001| = `{number(d[('seed 000', 'seed 001')], '.3g')}`, "
+                    f"max |seed 000 − ours| = `{number(d[('seed 000', 'ours')], '.3g')}`, max |seed 001 − ours| = `{number(d[('seed 001', 'ours')], '.3g')}`.")
         st.markdown(f"**Row {empty_row} ({plain(tokens[empty_row])}), no visible key** — masked scores and weights as each recipe computes them:")
         recipes = ("seed 000", "seed 001", "ours")
         table = pd.concat([L.text_table(np.stack([conv["masked"][r][empty_row] for r in recipes]),
@@ -146,7 +147,7 @@ with tabs[2]:
                                         ("top-left: torch is_causal=True (tril)", "bottom-right: causal_mask(n_query, n_key)")):
                 L.chart(L.mask_figure(pre["masks"][name], q_rows, k_cols, title, section="prefix", align=name),
                         f"masks_prefix_{name}", col, f"prefix_{name}")
-                col.markdown(f"max |weights − full-sentence causal weights| = `{pre['max_diff'][name]:.3g}`")
+                col.markdown(f"max |weights − full-sentence causal weights| = `{number(pre['max_diff'][name], '.3g')}`")
             st.markdown(f"With as many queries as keys ({length} × {length}) the two alignments are "
                         f"**{'the same' if pre['square_equal'] else 'different'}** (compared live).")
             L.prose(PAGE, "prefix-after")
@@ -190,7 +191,7 @@ with tabs[4]:
         cols = st.columns([2, 2, 1])
         L.chart(L.pattern_figure(drop["before"], rows, rows, "weights (before dropout)", visible=drop["visible"],
                                  zrange=(0.0, top), section="dropout", which="before"), "masks_drop_before", cols[0], "weights")
-        after_title = (f"after dropout (p = {p:.2f}, train mode)" if training and p > 0
+        after_title = (f"after dropout (p = {number(p, '.2f')}, train mode)" if training and p > 0
                        else "after dropout: eval mode, dropout is the identity" if not training else "after dropout: p = 0")
         L.chart(L.pattern_figure(drop["after"], rows, rows, after_title, visible=drop["visible"], zrange=(0.0, top),
                                  section="dropout", which="after", training=training), "masks_drop_after", cols[1], "dropped")

@@ -14,6 +14,7 @@ from transformer_core.figures.overview import overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
 from ui import callbacks, head_view, state, views
 from ui import minilm_compute as minilm
+from ui import ablation
 from ui.labels import numbered, plural, sentence_label
 
 N_LAYERS, N_HEADS = 6, 12
@@ -64,7 +65,8 @@ st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (
 # no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
 overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
                            tiles=summary["overview"][(batch, hide_keys is not None)])
-st.plotly_chart(overview, key="minilm_overview", on_select=partial(callbacks.open_tile, "minilm_overview", **open_head),
+ablation.click_toggle("minilm_")
+st.plotly_chart(overview, key="minilm_overview", on_select=ablation.tile_callback("minilm_overview", open_head, "minilm_"),
                 selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
 if (pool := overview.layout.meta["pool"]) > 1:
@@ -124,6 +126,8 @@ st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "m
                  "pad_share": st.column_config.ProgressColumn(
                      "to [PAD]", help=share.format("[PAD]") + " 0 while the padding mask is on.", **percent),
              })
+
+ablation.minilm_section(sentences, settings.padding, batch, labels)
 
 with st.expander("Tokens of every sentence", icon=":material/table:"):
     views.token_table(trace)

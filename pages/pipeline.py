@@ -13,6 +13,7 @@ from transformer_core.figures.heads import tiled_heads
 from ui import lesson_panels as L
 from ui import compute, explain_panel, state, views
 from ui.labels import plural
+from ui.numbers import number
 
 PAGE = "pipeline"
 settings = state.current()
@@ -51,7 +52,7 @@ def heads_row(stage: str, title: str) -> None:
     fig = tiled_heads(data4, tokens, stage, visible=s["mask"] if stage == "weights" else None, zrange=zrange,
                       n_cols=min(h, 4), tile_px=150, meta={"step": stage})
     L.chart(fig, f"pipeline_{stage}_heads", st, f"{stage}_heads")
-    st.caption(f"{title}: all {h} heads, one colour range: {zrange[0]:.3g} … {zrange[1]:.3g}.")
+    st.caption(f"{title}: all {h} heads, one colour range: {number(zrange[0], '.3g')} … {number(zrange[1], '.3g')}.")
 
 
 BSD = ("batch", "pos", "d_model")
@@ -91,7 +92,7 @@ with tabs[3]:
         L.chart(L.feature_figure(s["projected"][0], rows, "concat W_O", step="projected"), "pipeline_projected",
                 st.columns(2)[0], "projected")
         L.step(PAGE, 7, "Dropout, then the residual x + …", "step-dropout", L.shape_text(s["attn_residual"], BSD))
-        st.markdown(f"max |dropout(W_O …) − W_O …| = `{data['dropout_diff']:.3g}` (the page runs the model in eval "
+        st.markdown(f"max |dropout(W_O …) − W_O …| = `{number(data['dropout_diff'], '.3g')}` (the page runs the model in eval "
                     "mode)")
         L.chart(L.feature_figure(s["attn_residual"][0], rows, "x + dropout(concat W_O)", step="attn_residual"),
                 "pipeline_attn_residual", st.columns(2)[0], "attn_residual")
@@ -103,7 +104,7 @@ with tabs[4]:
     if tabs[4].open:
         L.step(PAGE, 9, "Feed-forward: W_1 and ReLU", "step-ffn1",
                L.shape_text(s["ff_hidden"], ("batch", "pos", "d_ff")))
-        st.markdown(f"ReLU set **{data['relu_zero']:.0%}** of the hidden numbers to 0.")
+        st.markdown(f"ReLU set **{number(data['relu_zero'], '.0%')}** of the hidden numbers to 0.")
         L.chart(L.feature_figure(s["ff_hidden"][0], rows, "ReLU(x W_1 + b_1)", step="ff_hidden"),
                 "pipeline_ff_hidden", st.container(), "ff_hidden")
         L.step(PAGE, 10, "Feed-forward: W_2 — Linear or Conv1d(kernel_size=1)", "step-ffn2",
@@ -113,7 +114,7 @@ with tabs[4]:
                 "pipeline_ff_linear", cols[0], "ff_linear")
         L.chart(L.feature_figure(s["ff_conv1d"][0], rows, "Conv1d pair, same weights (seed 001)", step="ff_conv1d"),
                 "pipeline_ff_conv1d", cols[1], "ff_conv1d")
-        st.markdown(f"max |Linear − Conv1d| = `{data['conv_diff']:.3g}` over all {s['ff_linear'].size:,} numbers.")
+        st.markdown(f"max |Linear − Conv1d| = `{number(data['conv_diff'], '.3g')}` over all {s['ff_linear'].size:,} numbers.")
         L.step(PAGE, 11, "Residual + LayerNorm: the layer's output", "step-norm2", L.shape_text(s["ff_output"], BSD))
         L.chart(L.feature_figure(s["ff_output"][0], rows, "LayerNorm(y + FFN(y))", step="ff_output"),
                 "pipeline_ff_output", st.columns(2)[0], "ff_output")
@@ -148,7 +149,7 @@ with tabs[5]:
                                      f"{'on' if chosen[side][1] else 'off'})", visible=runs[side]["mask"],
                                      zrange=shared, side=side),
                     f"pipeline_cmp_{side}", col, f"weights_{side}")
-        st.caption(f"A and B share one colour range: 0 … {shared[1]:.3g}.")
+        st.caption(f"A and B share one colour range: 0 … {number(shared[1], '.3g')}.")
         cmp = L.comparison(settings, batch, chosen["a"], chosen["b"])
         cols = st.columns(2)
         L.chart(L.feature_figure(cmp["output_diff"], rows, "attention output, B − A", step="output_diff"),
@@ -156,5 +157,5 @@ with tabs[5]:
         L.chart(L.pattern_figure(cmp["mean_weights_diff"], rows, rows, "head-averaged weights, B − A",
                                  visible=cmp["visible"], signed=True, step="mean_weights_diff"),
                 "pipeline_cmp_weights_diff", cols[1], "mean_weights_diff")
-        st.markdown(f"max |attention output B − A| = `{cmp['max_output_diff']:.3g}`")
+        st.markdown(f"max |attention output B − A| = `{number(cmp['max_output_diff'], '.3g')}`")
         L.prose(PAGE, "compare-after")

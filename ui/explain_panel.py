@@ -15,6 +15,7 @@ from transformer_core.analysis.explain import TOLERANCE, explain_cell
 from transformer_core.records.trace import Trace
 
 from .markdown import plain
+from .numbers import number
 from .state import bind_url
 
 TOP_KEYS = 6  # keys listed in the context step
@@ -31,7 +32,7 @@ def pick_cell(key: str, q_key: str, k_key: str) -> None:
 
 
 def _num(x: float) -> str:
-    return "−∞" if x == float("-inf") else "NaN" if np.isnan(x) else f"{x:.4f}"
+    return number(x, ".4f")  # −∞ for a blocked score, — for a row with no visible key (ui/numbers.py)
 
 
 def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) -> None:
@@ -52,16 +53,16 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     score, mask, soft, ctx = st.tabs(["1 · Score", "2 · Mask", "3 · Softmax", "4 · Context"])
     with score:
         st.latex(rf"s_{{{query},{key}}} = \frac{{q_{{{query}}} \cdot k_{{{key}}}}}{{\sqrt{{d_k}}}}"
-                 rf" = \frac{{{e.dot:.4f}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{e.dot:.4f}}}{{{e.scale:.4f}}} = {e.score:.4f}")
+                 rf" = \frac{{{number(e.dot, '.4f')}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{number(e.dot, '.4f')}}}{{{number(e.scale, '.4f')}}} = {number(e.score, '.4f')}")
         # one row per dimension (reads down, never sideways at d_k = 64); text, not a Styler (cheap to send)
         qk = pd.DataFrame({f"q ({query}: {tokens[query]})": e.q, f"k ({key}: {tokens[key]})": e.k, "q × k": e.products},
                           index=[f"d{d}" for d in range(e.d_k)])
-        st.dataframe(qk.map(lambda v: f"{v:.4f}"), key=f"{key_prefix}explain_qk", height=min(320, 38 + 35 * e.d_k))
-        st.caption(f"Sum of the {e.d_k} products = {e.dot:.4f}; divided by √{e.d_k} = {e.scale:.4f}. "
-                   f"The raw-scores figure shows {e.captured_score:.4f}.")
+        st.dataframe(qk.map(lambda v: f"{number(v, '.4f')}"), key=f"{key_prefix}explain_qk", height=min(320, 38 + 35 * e.d_k))
+        st.caption(f"Sum of the {e.d_k} products = {number(e.dot, '.4f')}; divided by √{e.d_k} = {number(e.scale, '.4f')}. "
+                   f"The raw-scores figure shows {number(e.captured_score, '.4f')}.")
     with mask:
         if e.visible:
-            st.markdown(f"Query {qi} **may attend** to key {kj}: the score stays {e.score:.4f}.")
+            st.markdown(f"Query {qi} **may attend** to key {kj}: the score stays {number(e.score, '.4f')}.")
         else:
             st.markdown(f"Query {qi} **may not attend** to key {kj} ({e.why.removeprefix('blocked — ')}): the "
                         "masked score is **−∞**, so its weight is exactly 0.")
@@ -72,7 +73,7 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
                         "NaN), so this app sets every weight of the row to exactly 0 and its context to 0.")
         else:
             st.latex(rf"w_{{{query},{key}}} = \frac{{e^{{s_{{{query},{key}}} - m}}}}{{\sum_j e^{{s_{{{query},j}} - m}}}}"
-                     rf" = \frac{{{e.exps[key]:.4f}}}{{{e.exp_sum:.4f}}} = {e.weight:.4f}, \quad m = {e.row_max:.4f}")
+                     rf" = \frac{{{number(e.exps[key], '.4f')}}}{{{number(e.exp_sum, '.4f')}}} = {number(e.weight, '.4f')}, \quad m = {number(e.row_max, '.4f')}")
             st.caption("m is the row's largest visible score. Subtracting it changes no weight (it cancels in the "
                        "fraction) but keeps every exp ≤ 1, so nothing overflows.")
         rows = pd.DataFrame({
@@ -80,22 +81,22 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
             "visible": e.row_visible,
             "score": [_num(s) for s in e.row_scores],
             "masked score": [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)],
-            "exp(score − m)": [f"{x:.4f}" for x in e.exps],
-            "weight": [f"{w:.4f}" for w in e.row_weights],
+            "exp(score − m)": [f"{number(x, '.4f')}" for x in e.exps],
+            "weight": [f"{number(w, '.4f')}" for w in e.row_weights],
         })
         st.dataframe(rows, hide_index=True, key=f"{key_prefix}explain_row", height=min(320, 38 + 35 * n))
-        st.caption(f"Sum of exp = {e.exp_sum:.4f}; the weights add up to {e.row_weights.sum():.4f}. "
-                   f"The weights figure shows {e.captured_weight:.4f} for this cell.")
+        st.caption(f"Sum of exp = {number(e.exp_sum, '.4f')}; the weights add up to {number(e.row_weights.sum(), '.4f')}. "
+                   f"The weights figure shows {number(e.captured_weight, '.4f')} for this cell.")
     with ctx:
         order = np.argsort(-e.row_weights)[:TOP_KEYS]
         st.latex(rf"c_{{{query}}} = \sum_j w_{{{query},j}}\, v_j")
         top = pd.DataFrame({"key": [f"{j}: {tokens[j]}" for j in order],
-                            "weight": [f"{e.row_weights[j]:.4f}" for j in order],
-                            "‖w·v‖ (size of its share)": [f"{np.linalg.norm(e.contributions[j]):.4f}" for j in order]})
+                            "weight": [f"{number(e.row_weights[j], '.4f')}" for j in order],
+                            "‖w·v‖ (size of its share)": [f"{number(np.linalg.norm(e.contributions[j]), '.4f')}" for j in order]})
         st.dataframe(top, hide_index=True, key=f"{key_prefix}explain_top")
         shown = min(8, e.d_k)
         st.caption(f"Context of query {qi}, first {shown} of {e.d_k} numbers: "
-                   + ", ".join(f"{x:.4f}" for x in e.context[:shown])
+                   + ", ".join(f"{number(x, '.4f')}" for x in e.context[:shown])
                    + (" …" if e.d_k > shown else "") + ". Same as the context figure's row.")
     ok = "✓" if e.max_diff <= TOLERANCE else "✗"
     st.caption(f"Every number above is recomputed from the captured Q, K and V. Largest difference from the captured "
@@ -120,8 +121,8 @@ def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
                          index=["concat (the heads' contexts side by side)", "concat W_Oᵀ + b_O", "x (input)",
                                 "x + projected (residual)", "(residual − μ) / √(σ² + ε)", "γ ⊙ … + β (output)"])
     st.dataframe(table.style.format("{:.4f}"), key=f"{key}_table")
-    st.latex(rf"\mu = {e.mean:.4f}, \quad \sigma^2 = {e.var:.4f}, \quad \varepsilon = {e.eps:g}, \quad "
-             rf"\frac{{1}}{{\sqrt{{\sigma^2 + \varepsilon}}}} = {1 / np.sqrt(e.var + e.eps):.4f}")
+    st.latex(rf"\mu = {number(e.mean, '.4f')}, \quad \sigma^2 = {number(e.var, '.4f')}, \quad \varepsilon = {e.eps:g}, \quad "
+             rf"\frac{{1}}{{\sqrt{{\sigma^2 + \varepsilon}}}} = {number(1 / np.sqrt(e.var + e.eps), '.4f')}")
     ok = "✓" if e.max_diff <= TOLERANCE else "✗"
     st.caption(f"First {shown} of {e.concat.size} numbers (d_k = {e.d_k} per head, {e.n_heads} heads). Recomputed "
                f"from the captured contexts, W_O, b_O, γ and β; largest difference from the captured concat, "
