@@ -16,6 +16,7 @@ from transformer_core.nn.config import divisors
 from transformer_core.text.tokenize import cut_graphemes, normalize_text, visible_controls
 
 from .failover import moved_this_run
+from .i18n import N_, _, resend_label
 from .markdown import plain
 
 MAX_CHARS = 4000  # text area limit (MiniLM reads up to 512 WordPiece tokens, ~2,500 characters of English)
@@ -23,7 +24,8 @@ MAX_SENTENCES = 6  # lines after the sixth are ignored, with a note
 MAX_TOKENS = 128  # tokens per sentence (the toy model and MiniLM)
 MAX_HEADS = 16  # head counts offered (more would be more figures than a learner can read)
 D_MODEL_CHOICES = (8, 16, 32, 48, 64, 96, 128, 256, 384, 512)
-TOKENIZERS = {"word": "Word-level (punctuation, CJK, emoji kept)", "wordpiece": "BERT WordPiece (MiniLM vocabulary)"}
+TOKENIZERS = {"word": N_("Word-level (Chinese words, punctuation, emoji kept)"),
+              "wordpiece": N_("BERT WordPiece (MiniLM vocabulary)")}
 DEFAULTS = {
     "text": "The cat sat on the mat.\nThe dog chased the cat!",
     "tokenizer": "word",
@@ -67,14 +69,14 @@ def split_sentences(text: str) -> tuple[tuple[str, ...], list[str]]:
     controls = visible_controls(text)
     text = normalize_text(text)
     if controls:
-        notes.append(f"Control characters in the text are shown as {' '.join(controls)} "
-                     "(Unicode control pictures).")
+        notes.append(_("Control characters in the text are shown as {pictures} (Unicode control pictures).")
+                     .format(pictures=" ".join(controls)))
     if len(text) > MAX_CHARS:
-        notes.append(f"Text cut to its first {MAX_CHARS} characters.")
+        notes.append(_("Text cut to its first {n} characters.").format(n=MAX_CHARS))
         text = cut_graphemes(text, MAX_CHARS)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) > MAX_SENTENCES:
-        notes.append(f"Only the first {MAX_SENTENCES} of {len(lines)} lines are used.")
+        notes.append(_("Only the first {n} of {total} lines are used.").format(n=MAX_SENTENCES, total=len(lines)))
         lines = lines[:MAX_SENTENCES]
     return tuple(lines), notes
 
@@ -91,17 +93,18 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         return raw[-1] if isinstance(raw, list) and raw else raw
 
     def bad(key, raw, why):
-        notes.append(f"URL parameter {plain(f'{key}={str(raw)[:40]}')} ignored ({why}); using {DEFAULTS[key]!r}.")
+        notes.append(_("URL parameter {param} ignored ({why}); using {default}.").format(
+            param=plain(f"{key}={str(raw)[:40]}"), why=why, default=repr(DEFAULTS[key])))
 
     if (text := get("text")) is not None:
         values["text"] = str(text)[:MAX_CHARS]
         if len(str(text)) > MAX_CHARS:
-            notes.append(f"URL text cut to {MAX_CHARS} characters.")
+            notes.append(_("URL text cut to {n} characters.").format(n=MAX_CHARS))
     if (raw := get("tokenizer")) is not None:
         if str(raw) in TOKENIZERS:
             values["tokenizer"] = str(raw)
         else:
-            bad("tokenizer", raw, f"choose one of {list(TOKENIZERS)}")
+            bad("tokenizer", raw, _("choose one of {options}").format(options=list(TOKENIZERS)))
     for key in ("d_model", "seed"):
         raw = get(key)
         if raw is None:
@@ -109,12 +112,12 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         try:
             number = int(str(raw).strip())
         except ValueError:
-            bad(key, raw, "not a whole number")
+            bad(key, raw, _("not a whole number"))
             continue
         if key == "d_model" and number not in D_MODEL_CHOICES:
-            bad(key, raw, f"choose one of {list(D_MODEL_CHOICES)}")
+            bad(key, raw, _("choose one of {options}").format(options=list(D_MODEL_CHOICES)))
         elif key == "seed" and not 0 <= number <= 2**31 - 1:
-            bad(key, raw, "must be between 0 and 2147483647")
+            bad(key, raw, _("must be between 0 and 2147483647"))
         else:
             values[key] = number
     if (raw := get("n_heads")) is not None:
@@ -128,8 +131,9 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         else:
             fallback = max(h for h in choices if h <= DEFAULTS["n_heads"])
             values["n_heads"] = fallback
-            notes.append(f"URL parameter {plain(f'n_heads={str(raw)[:40]}')} ignored (must divide d_model="
-                         f"{values['d_model']}: one of {choices}); using {fallback}.")
+            notes.append(_("URL parameter {param} ignored (must divide d_model={d_model}: one of {choices}); "
+                           "using {fallback}.").format(param=plain(f"n_heads={str(raw)[:40]}"),
+                                                       d_model=values["d_model"], choices=choices, fallback=fallback))
     elif values["n_heads"] not in head_choices(values["d_model"]):
         values["n_heads"] = max(head_choices(values["d_model"]))
     for key in ("causal", "padding"):
@@ -140,7 +144,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         if word in _TRUE | _FALSE:
             values[key] = word in _TRUE
         else:
-            bad(key, raw, "use 1 or 0")
+            bad(key, raw, _("use 1 or 0"))
     return values, notes
 
 
@@ -172,9 +176,8 @@ def _fix_heads() -> None:
     current = st.session_state.get("shared_n_heads", DEFAULTS["n_heads"])
     if current not in choices:
         st.session_state["shared_n_heads"] = max(h for h in choices if h <= current) if current > 0 else 1
-        st.session_state["_heads_note"] = (
-            f"n_heads={current} does not divide d_model={st.session_state['shared_d_model']}; "
-            f"switched to {st.session_state['shared_n_heads']}.")
+        st.session_state["_heads_note"] = _("n_heads={n} does not divide d_model={d}; switched to {new}.").format(
+            n=current, d=st.session_state["shared_d_model"], new=st.session_state["shared_n_heads"])
 
 
 def sidebar() -> Settings:
@@ -182,28 +185,32 @@ def sidebar() -> Settings:
     _init_from_url()
     ss = st.session_state
     with st.sidebar:
+        from .i18n import switch
+
+        switch()  # English / 中文, first: the learner may not read the other labels yet
         # no max_chars: the browser would silently refuse a longer paste; we cut it with a note instead
-        st.text_area("Sentences (one per line)", key="shared_text", height=110,
-                     help=f"Each line is one sentence of the batch (up to {MAX_SENTENCES}, "
-                          f"{MAX_CHARS} characters in all); shorter sentences are padded with [PAD].")
-        st.selectbox("Tokenizer", list(TOKENIZERS), format_func=TOKENIZERS.get, key="shared_tokenizer")
-        st.toggle("Causal mask", key="shared_causal", help="Each query sees only itself and earlier keys.")
-        st.toggle("Padding mask", key="shared_padding", help="Hide the [PAD] key columns.")
+        st.text_area(_("Sentences (one per line)"), key="shared_text", height=110,
+                     help=_("Each line is one sentence of the batch (up to {n}, {chars} characters in all); shorter "
+                            "sentences are padded with [PAD].").format(n=MAX_SENTENCES, chars=MAX_CHARS))
+        resend_label("shared_tokenizer")
+        st.selectbox(_("Tokenizer"), list(TOKENIZERS), format_func=lambda t: _(TOKENIZERS[t]), key="shared_tokenizer")
+        st.toggle(_("Causal mask"), key="shared_causal", help=_("Each query sees only itself and earlier keys."))
+        st.toggle(_("Padding mask"), key="shared_padding", help=_("Hide the [PAD] key columns."))
         st.selectbox("d_model", D_MODEL_CHOICES, key="shared_d_model", on_change=_fix_heads,
-                     help="Width of every token vector in the toy model.")
+                     help=_("Width of every token vector in the toy model."))
         _fix_heads()
         choices = head_choices(ss["shared_d_model"])
         st.selectbox("n_heads", choices, key="shared_n_heads",
-                     help="Only divisors of d_model are offered: each head gets d_k = d_model / n_heads "
-                          "dimensions, and the heads must split d_model exactly.")
-        st.caption(f"d_k = {ss['shared_d_model']} / {ss['shared_n_heads']} = "
-                   f"{ss['shared_d_model'] // ss['shared_n_heads']} per head")
-        st.number_input("Random seed", min_value=0, max_value=2**31 - 1, step=1, key="shared_seed",
-                        help="Seeds the toy model's weights and token embeddings.")
-        st.radio("Chart camera button saves", ["png", "svg"], key="shared_image_format", horizontal=True,
-                 help="The camera icon above each chart saves a 1280×720 slide-sized image in this format.")
-        st.caption("Mask convention: **True = may attend** (as `torch.nn.functional."
-                   "scaled_dot_product_attention`). Blocked scores become −∞.")
+                     help=_("Only divisors of d_model are offered: each head gets d_k = d_model / n_heads "
+                            "dimensions, and the heads must split d_model exactly."))
+        st.caption(_("d_k = {d} / {h} = {d_k} per head").format(
+            d=ss["shared_d_model"], h=ss["shared_n_heads"], d_k=ss["shared_d_model"] // ss["shared_n_heads"]))
+        st.number_input(_("Random seed"), min_value=0, max_value=2**31 - 1, step=1, key="shared_seed",
+                        help=_("Seeds the toy model's weights and token embeddings."))
+        st.radio(_("Chart camera button saves"), ["png", "svg"], key="shared_image_format", horizontal=True,
+                 help=_("The camera icon above each chart saves a 1280×720 slide-sized image in this format."))
+        st.caption(_("Mask convention: **True = may attend** (as `torch.nn.functional."
+                     "scaled_dot_product_attention`). Blocked scores become −∞."))
     for note in ss.pop("_url_notes", []) + ([ss.pop("_heads_note")] if "_heads_note" in ss else []):
         st.warning(note, icon=":material/warning:")
     values = {k: ss[f"shared_{k}"] for k in DEFAULTS}
@@ -229,14 +236,15 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     ss = st.session_state
     if moved_this_run() and key not in ss:  # the widget gets the browser's value (ui/failover.py)
         return
+    resend_label(key)  # after a language switch the value is re-sent with its translated label (ui/i18n.py)
     texts = {to_text(o): o for o in options}
     if key not in ss and (raw := st.query_params.get(url)) is not None:
         if str(raw) in texts:
             ss[key] = texts[str(raw)]
         else:
-            st.warning(f"URL parameter {plain(f'{url}={str(raw)[:40]}')} ignored (choose one of "
-                       f"{plain(', '.join(list(texts)[:12]))}); using {plain(to_text(default))}.",
-                       icon=":material/warning:")
+            st.warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
+                param=plain(f"{url}={str(raw)[:40]}"), options=plain(", ".join(list(texts)[:12])),
+                default=plain(to_text(default))), icon=":material/warning:")
     if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
         ss[key] = default
     value = ss.setdefault(key, default)
