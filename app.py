@@ -6,9 +6,11 @@ pages), then runs the chosen page. The heavy imports (torch, via ``ui.state``) c
 """
 import streamlit as st
 
-from ui import diagnostics, failover, nav
+from ui import diagnostics, failover, i18n, nav
+from ui.i18n import _
 
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+# this run's language (?lang=, the sidebar switch, or the browser's): the menu and every page follow it
+st.set_page_config(page_title=_("Attention Explorer"), page_icon="🔍", layout="wide")
 if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/nav.py)
     nav.leave_legacy_mode(rerun=True)
 page = nav.navigation()
@@ -18,6 +20,8 @@ if nav.is_alias(page):  # /explorer?… → /?… (the explorer is the default p
     page.run()
 
 from ui import state  # noqa: E402  (after the navigation on purpose: this imports torch)
+
+i18n.setup_package()  # figures and texts built in transformer_core speak the session's language too
 
 st.session_state["_settings"] = state.sidebar()
 page.run()

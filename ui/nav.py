@@ -26,13 +26,15 @@ from pathlib import Path
 
 import streamlit as st
 
+from .i18n import N_, _
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = (  # (script, title, icon, url_path); the first one is the default page, served at "/"
-    ("pages/explorer.py", "Explorer", ":material/grid_on:", "explorer"),
-    ("pages/minilm.py", "Trained model (MiniLM)", ":material/psychology:", "minilm"),
-    ("pages/causal.py", "Trained causal model", ":material/trending_down:", "causal"),
-    ("pages/masks_lab.py", "Masks lab", ":material/visibility_off:", "masks_lab"),
-    ("pages/pipeline.py", "Multi-head pipeline", ":material/account_tree:", "pipeline"),
+    ("pages/explorer.py", N_("Explorer"), ":material/grid_on:", "explorer"),
+    ("pages/minilm.py", N_("Trained model (MiniLM)"), ":material/psychology:", "minilm"),
+    ("pages/causal.py", N_("Trained causal model"), ":material/trending_down:", "causal"),
+    ("pages/masks_lab.py", N_("Masks lab"), ":material/visibility_off:", "masks_lab"),
+    ("pages/pipeline.py", N_("Multi-head pipeline"), ":material/account_tree:", "pipeline"),
 )
 # The default page's url_path only names it internally (Streamlit serves it at "/" and
 # hashes the url_path into the page id); "explorer" belongs to the alias below.
@@ -55,11 +57,11 @@ def _follow_alias() -> None:
 def pages() -> list:
     """``st.Page`` objects for the scripts that exist, then the default page's hidden alias."""
     found = _found()
-    out = [st.Page(script, title=title, icon=icon, url_path=DEFAULT_PAGE_ID if i == 0 else url, default=(i == 0))
+    out = [st.Page(script, title=_(title), icon=icon, url_path=DEFAULT_PAGE_ID if i == 0 else url, default=(i == 0))
            for i, (script, title, icon, url) in enumerate(found)]
     if found:
-        _, title, icon, url = found[0]
-        out.append(st.Page(_follow_alias, title=title, icon=icon, url_path=url, visibility="hidden"))
+        _script, title, icon, url = found[0]
+        out.append(st.Page(_follow_alias, title=_(title), icon=icon, url_path=url, visibility="hidden"))
     return out
 
 

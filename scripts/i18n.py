@@ -1,0 +1,66 @@
+"""Translation catalogs, with Babel: extract the marked messages, update the Chinese catalog, compile it.
+
+    python scripts/i18n.py            # extract → transformer_core/locales/messages.pot, update zh .po, compile .mo
+    python scripts/i18n.py --check    # exit 1 if the .pot, .po or .mo are not up to date with the code
+
+The compiled ``messages.mo`` is committed, so ``pip install -r requirements.txt && streamlit run app.py``
+needs no Babel; ``tests/test_i18n_catalog.py`` checks that it matches the ``.po`` and the code.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCALES = ROOT / "transformer_core" / "locales"
+POT = LOCALES / "messages.pot"
+KEYWORDS = ["-k", "_", "-k", "N_", "-k", "ngettext:1,2"]
+
+
+def extract(out: Path) -> None:
+    subprocess.run([sys.executable, "-m", "babel.messages.frontend", "extract", "-F", str(ROOT / "babel.cfg"),
+                    *KEYWORDS, "--no-default-keywords", "--omit-header", "--no-location", "--sort-output", "--no-wrap",
+                    "-o", str(out), "."], cwd=ROOT, check=True, capture_output=True)
+
+
+def update() -> None:
+    subprocess.run([sys.executable, "-m", "babel.messages.frontend", "update", "-i", str(POT), "-d", str(LOCALES),
+                    "-l", "zh", "--init-missing", "--no-fuzzy-matching", "--ignore-obsolete", "--no-wrap",
+                    "--ignore-pot-creation-date"],
+                   cwd=ROOT, check=True, capture_output=True)
+
+
+def compile_mo(po: Path) -> bytes:
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as f:
+        cat = read_po(f)
+    buf = io.BytesIO()
+    write_mo(buf, cat, use_fuzzy=False)
+    return buf.getvalue()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check that everything is up to date")
+    args = parser.parse_args()
+    po = LOCALES / "zh" / "LC_MESSAGES" / "messages.po"
+    if args.check:
+        fresh = ROOT / "build" / "messages.check.pot"
+        fresh.parent.mkdir(exist_ok=True)
+        extract(fresh)
+        stale = fresh.read_bytes() != POT.read_bytes() or compile_mo(po) != po.with_suffix(".mo").read_bytes()
+        print("catalogs are stale: run python scripts/i18n.py" if stale else "catalogs up to date")
+        return int(stale)
+    extract(POT)
+    update()
+    po.with_suffix(".mo").write_bytes(compile_mo(po))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

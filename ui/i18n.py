@@ -1,0 +1,136 @@
+"""The app in two languages: ``_()`` for the session's language, the sidebar switch, and tabs that survive it.
+
+* The language is ``?lang=en|zh`` in the URL (so a teacher's link opens in the class's language), kept in
+  ``st.session_state["ui_lang"]`` by the sidebar switch (English / 中文); without ``lang`` the page follows
+  the browser's language (``st.context.locale``: ``zh-CN``, ``zh-TW`` … → 中文).
+* :func:`setup_package` runs in ``app.py`` on every run: it sets the package's language for this script
+  thread (figure titles, axis titles and texts built in ``transformer_core`` read it).
+* Translations are the package's gettext catalogs (``transformer_core/locales``; ``python scripts/i18n.py``),
+  read here with the standard library so that ``app.py`` can draw the menu before ``transformer_core``
+  (and torch) is imported; :mod:`transformer_core.text.i18n` reads the same files.
+* A tab whose label changes is reset by Streamlit (streamlit #8239), so :func:`tabs` keeps the open tab by
+  its English name: a label of the other language in session state is mapped to this language's before
+  ``st.tabs`` runs, and the URL holds the English name (``?step=Attention`` in both languages).
+"""
+from __future__ import annotations
+
+import functools
+import gettext
+from collections.abc import Sequence
+from pathlib import Path
+
+import streamlit as st
+
+LANGUAGES = {"en": "English", "zh": "中文"}  # as transformer_core.text.i18n.LANGUAGES (a test checks)
+DEFAULT = "en"
+LOCALES = Path(__file__).resolve().parent.parent / "transformer_core" / "locales"
+KEY = "ui_lang"
+URL = "lang"
+
+
+def N_(message: str) -> str:
+    """Mark a constant for extraction; translate it with :func:`_` where it is shown."""
+    return message
+
+
+@functools.lru_cache(maxsize=None)
+def _catalog(code: str) -> gettext.NullTranslations:
+    if code == DEFAULT or code not in LANGUAGES:
+        return gettext.NullTranslations()
+    return gettext.translation("messages", LOCALES, languages=[code])
+
+
+def from_locale(locale: str | None) -> str:
+    """``"zh-CN"``, ``"zh_TW"`` → ``"zh"``; anything else → ``"en"``."""
+    return "zh" if locale and str(locale).lower().replace("_", "-").split("-")[0] == "zh" else DEFAULT
+
+
+def browser_language() -> str:
+    """``"zh"`` when the browser asks for Chinese, else ``"en"``."""
+    try:
+        return from_locale(st.context.locale)
+    except Exception:  # noqa: BLE001  (no browser context: bare mode, tests)
+        return DEFAULT
+
+
+def language() -> str:
+    """The session's language: the switch, else ``?lang=``, else the browser's (English outside a session)."""
+    try:
+        chosen = st.session_state.get(KEY)
+        if chosen in LANGUAGES:
+            return chosen
+        raw = st.query_params.get(URL)
+    except Exception:  # noqa: BLE001  (no script run: pure functions called from tests)
+        return DEFAULT
+    return raw if raw in LANGUAGES else browser_language()
+
+
+def resend_label(key: str) -> None:
+    """Call just before a keyed widget whose option labels are translated.
+
+    After a language switch its value is assigned again, so Streamlit sends it with the new label: the
+    browser otherwise keeps showing the old language's label of an unchanged value (as for the stale
+    picker labels of STREAMLIT-NOTES). ``ui.state.bind_url`` calls it for every URL-bound widget.
+    """
+    ss, code, seen = st.session_state, language(), f"_lang_{key}"
+    if key in ss and ss.get(seen) not in (None, code):
+        ss[key] = ss[key]
+    ss[seen] = code
+
+
+def setup_package() -> str:
+    """Set this run's language for ``transformer_core`` (its figures' texts); returns it."""
+    from transformer_core.text import i18n as core
+
+    return core.set_language(language())
+
+
+def _(message: str, code: str | None = None) -> str:
+    """``message`` (English, as written in the code) in the session's language (or ``code``'s)."""
+    return _catalog(code or language()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return _catalog(language()).ngettext(singular, plural, n)
+
+
+def switch() -> None:
+    """The sidebar's language switch, bound to ``?lang=`` (drawn by ``ui.state.sidebar``)."""
+    from .state import bind_url
+
+    bind_url(KEY, URL, tuple(LANGUAGES), browser_language())
+    st.radio("Language / 语言", tuple(LANGUAGES), format_func=LANGUAGES.get, key=KEY, horizontal=True,
+             label_visibility="collapsed")
+
+
+def _same_tab(key: str, labels_in, shown: list[str]) -> None:
+    """A tab label of another language in ``session_state[key]`` → this language's label of the same tab."""
+    current = st.session_state.get(key)
+    if current is None or current in shown:
+        return
+    for code in LANGUAGES:
+        labels = labels_in(code)
+        if current in labels:
+            st.session_state[key] = shown[labels.index(current)]
+            return
+
+
+def tabs(names: Sequence[str], *, key: str, url: str | None = None, format_label=None) -> list:
+    """``st.tabs`` of the translated ``names`` (English msgids, marked with ``N_``) that keeps the open tab when
+    the language changes. Lazy: only the open tab's ``.open`` is True. With ``url``, the open tab's English
+    name is in the URL (``?{url}=…``), read on a fresh session; ``format_label`` may decorate a label
+    (e.g. ``"1 · " + label``)."""
+    decorate = format_label or (lambda i, label: label)
+
+    def labels_in(code: str) -> list[str]:
+        return [decorate(i, _(n, code)) for i, n in enumerate(names)]
+
+    shown = labels_in(language())
+    _same_tab(key, labels_in, shown)
+    if url is not None:
+        from .state import bind_url
+
+        bind_url(key, url, shown, shown[0], to_text=lambda s: names[shown.index(s)])
+    elif st.session_state.get(key) not in (None, *shown):
+        del st.session_state[key]
+    return st.tabs(shown, key=key, on_change="rerun")
