@@ -45,8 +45,8 @@ state.bind_url("causal_mask", "causal_mask", (True, False), True, to_text=lambda
 
 if "causal_text" not in ss:
     raw = st.query_params.get("seq")
-    ss["causal_text"] = raw[:400] if raw else " ".join(map(str, causal.generate(ss["causal_period"],
-                                                                                ss["causal_seed"])))
+    ss["causal_text"] = raw[:400] if raw else " ".join(map(str, causal.generate(state.value("causal_period"),
+                                                                                state.value("causal_seed"))))
 c1, c2, c3 = st.columns([1, 1, 1.2], vertical_alignment="bottom")
 c1.number_input("Period (random tokens, then repeated)", min_value=2, max_value=CAUSAL_CONFIG.max_positions // 2,
                 key="causal_period", on_change=causal.regenerate,

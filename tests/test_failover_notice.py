@@ -49,3 +49,34 @@ def test_notice_only_when_the_server_lacks_the_old_session(server):
         await moved.close()
 
     asyncio.run(scenario())
+
+
+PAGES = ("", "minilm", "causal", "masks_lab", "pipeline")  # "" = the explorer, the default page
+QUERIES = {"": {"text": "the cat sat on the mat", "stage": "weights", "head": "1"},
+           "minilm": {"text": "the cat sat", "layer": "2", "head": "3"},
+           "causal": {"seq": "5 17 3 9 5 17 3 9", "period": "4", "seq_seed": "7", "checkpoint": "4000"},
+           "masks_lab": {"text": "the cat sat", "section": "Padding"},
+           "pipeline": {"text": "the cat sat", "step": "Concat"}}
+
+
+def test_every_page_survives_a_moved_session_whose_first_run_has_no_widget_states(server):
+    """Issue 19 item 6: a browser that reconnects to a server lacking its session, on any of the five pages, and
+    whose first rerun carries no widget state (the causal page once raised KeyError 'causal_period')."""
+    async def scenario(page: str):
+        s = StreamlitSession(server)
+        await s.connect(resume="3c9e0d4a-dead-replica-session")
+        run = await s.rerun(urllib.parse.urlencode(QUERIES[page]), page=page or None)
+        assert run.status == "FINISHED_SUCCESSFULLY" and not run.exceptions, (page, run.exceptions)
+        assert NOTICE in run.payload
+        later = await s.rerun()                                    # the next click: the URL is read as usual
+        assert later.status == "FINISHED_SUCCESSFULLY" and not later.exceptions, (page, later.exceptions)
+        await s.close()
+        return run.payload + later.payload
+
+    for page in PAGES:
+        payload = asyncio.run(scenario(page))
+        assert b"KeyError" not in payload and b"Traceback" not in payload, page
+    causal = asyncio.run(scenario("causal"))
+    assert b"5 17 3 9 5 17 3 9" in causal  # the sequence came back from the URL, nothing lost
+    QUERIES["causal"].pop("seq")  # no sequence in the URL: it is made from the period and seed (KeyError before)
+    asyncio.run(scenario("causal"))

@@ -17,7 +17,7 @@ from transformer_core.records.trace import Trace
 
 from . import cache, explain_panel
 from .labels import sentence_label
-from .state import bind_url
+from .state import bind_url, fallback
 from .views import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
@@ -50,7 +50,7 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     if n_layers > 1:
         bind_url(layer_key, "layer", range(n_layers), 0)
         layer = pickers.pop(0).selectbox("Layer", range(n_layers), key=layer_key)  # bare numbers: narrow column
-    stage = left.segmented_control("Stage", stages, key=stage_key, required=True,
+    stage = left.segmented_control("Stage", stages, key=stage_key, required=True, default=fallback(stage_key),
                                    format_func=STAGE_LABELS.get, help="The step of attention to look at.")
     head = middle.selectbox("Head", range(n_heads), key=head_key,
                             help="The head drawn large. Or click a tile in the all-heads figure.")

@@ -235,6 +235,8 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     """
     ss = st.session_state
     if moved_this_run() and key not in ss:  # the widget gets the browser's value (ui/failover.py)
+        raw = st.query_params.get(url)
+        ss.setdefault("_moved_fallback", {})[key] = next((o for o in options if to_text(o) == str(raw)), default)
         return
     resend_label(key)  # after a language switch the value is re-sent with its translated label (ui/i18n.py)
     texts = {to_text(o): o for o in options}
@@ -250,6 +252,23 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     value = ss.setdefault(key, default)
     if st.query_params.get(url) != to_text(value):
         st.query_params[url] = to_text(value)
+
+
+def fallback(key: str):
+    """What a widget bound by :func:`bind_url` should start from when its state is unknown, else None.
+
+    Only on a moved session's first run (ui/failover.py) is a widget's state unknown before it is drawn:
+    its key is not in ``st.session_state`` until then, and the browser may not have sent its value at all.
+    Pass this as the widget's own default (``default=``/``value=``), which Streamlit uses only when the
+    browser sent nothing, so a click still counts and the URL fills in the rest."""
+    if moved_this_run() and key not in st.session_state:
+        return st.session_state.get("_moved_fallback", {}).get(key)
+    return None
+
+
+def value(key: str):
+    """A bound widget's value before the widget is drawn this run: its state, or :func:`fallback`."""
+    return st.session_state[key] if key in st.session_state else fallback(key)
 
 
 def current() -> Settings:
