@@ -1,6 +1,7 @@
 """Glue for the two teaching pages (masks lab, multi-head pipeline): prose, cached compute, figures.
 
-* Prose lives in ``assets/<page>.md``, cut into sections by ``<!-- section: name -->`` lines.
+* Prose lives in ``assets/<page>.md`` (Chinese: ``assets/zh/<page>.md``, the same sections), cut into sections
+  by ``<!-- section: name -->`` lines.
 * Compute is :func:`~ui.cache.memo` (one byte budget, keyed by value, arrays read-only) around :mod:`transformer_core.analysis.lessons`
   and :func:`~transformer_core.models.toy.run_toy`; it returns NumPy arrays and plain values.
 * Figures are :func:`transformer_core.figures.stage.heatmap` with small touches (a two-colour
@@ -26,6 +27,7 @@ from transformer_core.models.toy import build_mask
 from transformer_core.records.trace import Trace
 
 from .cache import memo
+from .i18n import _, language
 from .state import Settings
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -37,17 +39,19 @@ _SECTION = re.compile(r"^<!--\s*section:\s*([\w-]+)\s*-->[ \t]*$", re.M)
 
 
 # ---------------------------------------------------------------------------------------- prose
-def sections(page: str) -> dict[str, str]:
-    """``assets/<page>.md`` split at ``<!-- section: name -->`` lines: name → markdown."""
-    parts = _SECTION.split((ASSETS / f"{page}.md").read_text(encoding="utf-8"))
+def sections(page: str, lang: str = "en") -> dict[str, str]:
+    """``assets/<page>.md`` (``assets/<lang>/<page>.md`` for another language) split at ``<!-- section: name -->``
+    lines: name → markdown."""
+    path = ASSETS / f"{page}.md" if lang == "en" else ASSETS / lang / f"{page}.md"
+    parts = _SECTION.split(path.read_text(encoding="utf-8"))
     return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2])}
 
 
 def prose(page: str, name: str, target=st) -> None:
     """Show one prose section (a visible note if it is missing, never a crash)."""
-    text = sections(page).get(name)
+    text = sections(page, language()).get(name)
     if text is None:
-        target.caption(f"(missing text: `{page}.md` section `{name}`)")
+        target.caption(_("(missing text: `{page}.md` section `{name}`)").format(page=page, name=name))
     else:
         target.markdown(text)
 
@@ -109,19 +113,20 @@ def mask_figure(mask: np.ndarray, rows: list[str], cols: list[str], title: str, 
     mask = np.asarray(mask, bool)
     fig = figures.heatmap(mask.astype(np.float32), rows, cols, zrange=(0.0, 1.0), colorscale=MASK_COLOURS,
                           title=title, meta={"kind": "mask", **meta}, width_px=PANEL_WIDTH_PX)
-    words = np.where(mask, "may attend", "blocked")
+    words = np.where(mask, _("may attend"), _("blocked"))
     where = np.dstack(np.broadcast_arrays(np.asarray(rows, object)[:, None], np.asarray(cols, object)[None, :]))
     fig.update_traces(selector=dict(type="heatmap"), text=words.tolist(), customdata=where,
                       texttemplate="%{z:.0f}" if max(mask.shape) <= 16 else None,
-                      hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>%{text}<extra></extra>",
-                      colorbar=dict(tickvals=[0.25, 0.75], ticktext=["0 = blocked", "1 = may attend"]))
+                      hovertemplate=_("query") + " %{customdata[0]}<br>" + _("key") + " %{customdata[1]}<br>%{text}"
+                                    "<extra></extra>",
+                      colorbar=dict(tickvals=[0.25, 0.75], ticktext=[_("0 = blocked"), _("1 = may attend")]))
     return _titled(fig)
 
 
 def pattern_figure(matrix: np.ndarray, rows: list[str], cols: list[str], title: str, *,
                    visible: np.ndarray | None = None, empty_rows: np.ndarray | None = None, signed: bool = False,
                    zrange: tuple[float, float] | None = None, height: int | None = None, show_scale: bool = True,
-                   empty_note: str = "no visible key: weights 0", **meta) -> "figures.go.Figure":
+                   empty_note: str | None = None, **meta) -> "figures.go.Figure":
     """A ``[query, key]`` matrix; blocked (and non-finite) cells blank; rows with no visible key marked ⊘
     (``empty_rows``, by default the rows of ``visible`` with no True)."""
     matrix = np.asarray(matrix, np.float32)
@@ -133,7 +138,8 @@ def pattern_figure(matrix: np.ndarray, rows: list[str], cols: list[str], title: 
         zrange = (-bound or -1.0, bound or 1.0) if signed else (0.0, float(values.max()) if values.size and values.max() > 0 else 1.0)
     return _titled(figures.heatmap(matrix, rows, cols, visible=visible, empty_rows=empty, zrange=zrange,
                                    colorscale=figures.DIVERGING if signed else figures.SEQUENTIAL, title=title,
-                                   height=height, show_scale=show_scale, empty_note=empty_note,
+                                   height=height, show_scale=show_scale,
+                                   empty_note=empty_note or _("no visible key: weights 0"),
                                    meta={"kind": "pattern", **meta}, width_px=PANEL_WIDTH_PX))
 
 
@@ -147,7 +153,7 @@ def feature_figure(matrix: np.ndarray, rows: list[str], title: str, *, n_heads: 
         bound = float(np.abs(matrix[np.isfinite(matrix)]).max(initial=0.0)) or 1.0
         zrange = (-bound, bound)
     fig = figures.heatmap(matrix, rows, [f"d{j}" for j in range(n_cols)], zrange=zrange, colorscale=figures.DIVERGING,
-                          title=title, row_title="position", col_title="dimension", height=height,
+                          title=title, row_title=_("position"), col_title=_("dimension"), height=height,
                           show_scale=show_scale, meta={"kind": "features", **meta})
     fig.update_traces(selector=dict(type="heatmap"), xgap=0)
     if n_heads and n_heads > 1:
@@ -157,7 +163,7 @@ def feature_figure(matrix: np.ndarray, rows: list[str], title: str, *, n_heads: 
         step = 1 if n_heads <= 8 else 2
         fig.update_xaxes(tickvals=[h * d_k + (d_k - 1) / 2 for h in range(0, n_heads, step)],
                          ticktext=[f"h{h}" for h in range(0, n_heads, step)], tickangle=0,
-                         title=dict(text=f"dimension ({n_heads} heads × d_k={d_k})"))
+                         title=dict(text=_("dimension ({h} heads × d_k={d_k})").format(h=n_heads, d_k=d_k)))
     else:
         step = max(1, n_cols // 16)
         fig.update_xaxes(tickvals=list(range(0, n_cols, step)), ticktext=[f"d{j}" for j in range(0, n_cols, step)])
@@ -181,7 +187,7 @@ def chart(fig, key: str, target=st, name: str = "figure") -> None:
 @memo("lesson")
 def lab_trace(settings: Settings) -> Trace:
     """The toy encoder on the lab's two sentences, captured with no mask (raw scores, q, k, v, embeddings)."""
-    pair, _ = lab_sentences(settings)
+    pair, _added = lab_sentences(settings)
     return run_toy(list(pair), config(settings), tokenizer=settings.tokenizer, causal=False, padding=False,
                    max_tokens=LESSON_TOKENS)
 
@@ -219,8 +225,8 @@ def conventions(settings: Settings, batch: int, head: int, empty_row: int) -> di
     mask[empty_row] = False
     recipes = lessons.seed_conventions(scores, mask)
     ordinary = mask.any(-1).numpy()
-    weights = {name: w.numpy() for name, (_, w) in recipes.items()}
-    masked = {name: m.numpy() for name, (m, _) in recipes.items()}
+    weights = {name: w.numpy() for name, (_m, w) in recipes.items()}
+    masked = {name: m.numpy() for name, (m, _w) in recipes.items()}
     diffs = {pair: _max_abs(weights[pair[0]][ordinary], weights[pair[1]][ordinary])
              for pair in (("seed 000", "seed 001"), ("seed 000", "ours"), ("seed 001", "ours"))}
     # float16: fill values tried live on the same scores
@@ -320,11 +326,23 @@ def shape_text(array: np.ndarray, names: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"{n}={s}" for n, s in zip(names, array.shape)) + "]"
 
 
-def step(page: str, number: int, title: str, section: str, shape: str) -> None:
-    """A pipeline step's heading, its shape and its one line of prose."""
+def step(page: str, number: int, title: str, section: str, shape: str, tutorial: str | None = None) -> None:
+    """A pipeline step's heading, its shape, its one line of prose and (``tutorial``: a stage of
+    :mod:`transformer_core.analysis.tutorial_lines`) the seed line that computes it."""
     st.subheader(f"{number} · {title}")
     st.markdown(f"`{shape}`")
     prose(page, section)
+    if tutorial:
+        from . import tutorial_lines
+
+        tutorial_lines.show(tutorial)
+
+
+def tutorial(stage: str) -> None:
+    """The seed line that computes ``stage`` (:mod:`ui.tutorial_lines`)."""
+    from . import tutorial_lines
+
+    tutorial_lines.show(stage)
 
 
 @memo("lesson")

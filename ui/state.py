@@ -193,7 +193,8 @@ def sidebar() -> Settings:
                      help=_("Each line is one sentence of the batch (up to {n}, {chars} characters in all); shorter "
                             "sentences are padded with [PAD].").format(n=MAX_SENTENCES, chars=MAX_CHARS))
         resend_label("shared_tokenizer")
-        st.selectbox(_("Tokenizer"), list(TOKENIZERS), format_func=lambda t: _(TOKENIZERS[t]), key="shared_tokenizer")
+        names = {t: _(label) for t, label in TOKENIZERS.items()}  # now: a format_func may run outside this run
+        st.selectbox(_("Tokenizer"), list(TOKENIZERS), format_func=names.get, key="shared_tokenizer")
         st.toggle(_("Causal mask"), key="shared_causal", help=_("Each query sees only itself and earlier keys."))
         st.toggle(_("Padding mask"), key="shared_padding", help=_("Hide the [PAD] key columns."))
         st.selectbox("d_model", D_MODEL_CHOICES, key="shared_d_model", on_change=_fix_heads,

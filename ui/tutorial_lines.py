@@ -1,0 +1,25 @@
+"""The tutorials' own lines beside the numbers (:mod:`transformer_core.analysis.tutorial_lines`).
+
+One small code block per stage: each seed line with its comment in the learner's language (in Chinese,
+the tutorial's own words), and, on the English page, the Chinese original under it.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer_core.analysis.tutorial_lines import lines_for
+
+from .i18n import _, language
+
+
+def show(stage: str, target=st) -> None:
+    """The seed lines that compute ``stage``; nothing for a stage the tutorials do not write out."""
+    lines = lines_for(stage)
+    if not lines:
+        return
+    code = "\n".join(f"# {_('seed')} {line.seed}: {line.text()}\n{line.code}" for line in lines)
+    target.caption(_("The tutorials' line that computes this:"))
+    target.code(code, language="python", wrap_lines=True)
+    if language() != "zh":
+        target.caption(_("The tutorials' own comments: {comments}").format(
+            comments=" · ".join(f"“{line.original()}”" for line in lines)))
