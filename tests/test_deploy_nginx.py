@@ -164,7 +164,10 @@ def test_compose_and_nginx_config_agree():
         assert app["build"]["context"] == ".." and (ROOT / app["build"]["dockerfile"]).exists()
     ngx = services["nginx"]
     assert "./nginx.conf:/etc/nginx/conf.d/default.conf:ro" in ngx["volumes"]
-    assert set(ngx["depends_on"]) == set(apps)
+    assert set(ngx["depends_on"]) == set(apps) | {"static"}
+    assert ngx["depends_on"]["static"]["condition"] == "service_completed_successfully"
+    assert "static:/srv/streamlit-static:ro" in ngx["volumes"] and "root /srv/streamlit-static;" in conf
+    assert services["static"]["command"][1:] == ["deploy/precompress_static.py", "/srv/streamlit-static"]
     for directive in ("hash $ae_route_key consistent", "proxy_set_header Upgrade $http_upgrade",
                       "max_fails=", "fail_timeout=", "proxy_next_upstream "):
         assert directive in conf

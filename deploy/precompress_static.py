@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Streamlit's static files, compressed once, for nginx to serve from disk (gzip_static / brotli_static).
+
+    python deploy/precompress_static.py /srv/streamlit-static     # compose's `static` service does this
+
+Streamlit 1.67 sends its JavaScript uncompressed (a first visit is 9.0 MB, Plotly's chunk alone
+4.7 MB). Compressing on the fly in nginx costs ~0.35 s of CPU (gzip 5) or ~0.76 s (brotli 6) per
+visitor for Plotly's chunk alone, 10–25 s of one nginx worker when a class of 30 opens the link at
+once. Compressed once, at the strongest settings, every visitor is served from disk:
+Plotly's chunk is 1.36 MB as gzip (zopfli) and 1.06 MB as brotli (quality 11).
+
+The copy keeps Streamlit's layout (``<dest>/static/js/…`` answers ``/static/js/…``) and writes
+``<file>.gz`` (zopfli for files over 256 kB, else gzip -9) and, when the ``brotli`` package is
+installed, ``<file>.br`` beside every compressible file of 1 kB or more. A stamp with Streamlit's
+version makes a second run on the same folder free.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+COMPRESSIBLE = {".js", ".css", ".html", ".json", ".svg", ".map", ".txt"}
+MIN_BYTES = 1024
+BIG = 256_000  # above this, the slow strongest settings (a few seconds a file, once)
+
+
+def streamlit_static() -> tuple[Path, str]:
+    import streamlit
+
+    return Path(streamlit.__file__).resolve().parent / "static", streamlit.__version__
+
+
+def _compress(path: str) -> None:
+    data = Path(path).read_bytes()
+    big = len(data) > BIG
+    try:
+        import zopfli.gzip
+
+        gz = zopfli.gzip.compress(data, numiterations=5) if big else gzip.compress(data, 9, mtime=0)
+    except ImportError:
+        gz = gzip.compress(data, 9, mtime=0)
+    Path(path + ".gz").write_bytes(gz)
+    try:
+        import brotli
+    except ImportError:
+        return
+    Path(path + ".br").write_bytes(brotli.compress(data, quality=11 if big else 9, lgwin=24))
+
+
+def build(dest: Path, workers: int | None = None) -> Path:
+    """Copy Streamlit's static folder to ``dest`` with .gz/.br beside each compressible file; return ``dest``."""
+    source, version = streamlit_static()
+    dest = Path(dest)
+    stamp = dest / ".precompressed"
+    if stamp.exists() and stamp.read_text() == version:
+        return dest
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(source, dest)
+    todo = [str(p) for p in dest.rglob("*") if p.is_file() and p.suffix in COMPRESSIBLE
+            and p.stat().st_size >= MIN_BYTES]
+    todo.sort(key=lambda p: -os.path.getsize(p))  # the slow ones first, so the pool ends together
+    with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
+        list(pool.map(_compress, todo))
+    stamp.write_text(version)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dest", type=Path, help="folder to fill (nginx's root for /static/)")
+    args = parser.parse_args(argv)
+    print(build(args.dest))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
