@@ -110,19 +110,28 @@ def test_json_round_trip_reproduces_the_trace(trace):
 
 
 def test_json_round_trip_without_mask_and_with_nan():
+    """Writing is lossless (NaN and inf as strings, −0.0 kept); reading accepts only what a forward pass
+    captures (issue 19 item 3): −0.0 comes back bit for bit, NaN and inf are refused with their position."""
     t = run_toy(["hello world"], EncoderConfig(d_model=8, n_heads=2, d_ff=16), padding=False)
     assert t.mask is None
     stages = dict(t.stages)
     odd = stages["layers.0.attention.scores"].copy()
-    odd.flat[0], odd.flat[1], odd.flat[2] = np.nan, np.inf, -0.0
+    odd.flat[2] = -0.0
+    stages["layers.0.attention.scores"] = odd
+    t = type(t)(tokens=t.tokens, lengths=t.lengths, truncated=t.truncated, mask=None, stages=stages,
+                settings=t.settings)
+    back = serialize.trace_from_json(serialize.trace_to_json(t))
+    assert back.mask is None
+    np.testing.assert_array_equal(bits(back.stages["layers.0.attention.scores"]), bits(odd))
+    odd = odd.copy()
+    odd.flat[0], odd.flat[1] = np.nan, np.inf
     stages["layers.0.attention.scores"] = odd
     t = type(t)(tokens=t.tokens, lengths=t.lengths, truncated=t.truncated, mask=None, stages=stages,
                 settings=t.settings)
     text = serialize.trace_to_json(t)
     assert '"nan"' in text and '"inf"' in text
-    back = serialize.trace_from_json(text)
-    assert back.mask is None
-    np.testing.assert_array_equal(bits(back.stages["layers.0.attention.scores"]), bits(odd))
+    with pytest.raises(ValueError, match=r"^stage 'layers.0.attention.scores' holds NaN at \[0, 0, 0, 0\]; every"):
+        serialize.trace_from_json(text)
 
 
 @pytest.mark.parametrize("text, message", [

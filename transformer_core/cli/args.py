@@ -17,6 +17,8 @@ STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
 FORMATS = ("png", "svg", "html", "csv", "json")
 EXTENSIONS = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html", ".csv": "csv", ".json": "json"}
 IMAGE_FORMATS = ("png", "svg")
+STDOUT = "-"  # --out -: standard output, for the text formats
+TEXT_FORMATS = ("csv", "json", "svg", "html")
 SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
 TOY_DEFAULTS = {"d_model": 64, "n_heads": 8, "n_layers": 1, "seed": 0, "tokenizer": "word", "max_tokens": 64}
 MINILM_MAX_TOKENS = 128
@@ -74,7 +76,8 @@ def split_text(texts: list[str] | None) -> list[str]:
 def resolve_output(out: str | None, fmt: str | None) -> tuple[Path | None, str]:
     """(path or ``None`` for the default name, format) from ``--out`` and ``--format``.
 
-    A folder ``--out`` keeps the default file name inside it.
+    A folder ``--out`` keeps the default file name inside it; ``--out -`` is standard output (``Path("-")``),
+    for CSV, JSON, SVG and HTML only.
 
     Raises:
         UsageError: format cannot be inferred, or contradicts the extension.
@@ -82,6 +85,11 @@ def resolve_output(out: str | None, fmt: str | None) -> tuple[Path | None, str]:
     """
     if out is None:
         return None, fmt or "png"
+    if out == STDOUT:
+        if fmt not in TEXT_FORMATS:
+            raise UsageError(f"--out {STDOUT} writes to standard output: pass --format "
+                             f"{', '.join(TEXT_FORMATS[:-1])} or {TEXT_FORMATS[-1]} (PNG needs a file)")
+        return Path(STDOUT), fmt
     path = Path(out)
     if path.is_dir():
         return path, fmt or "png"
@@ -179,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stage", choices=STAGES, default="weights", help="which matrix (default weights)")
     p.add_argument("--batch", type=int, default=0, help="which sentence of the batch (default 0)")
     p.add_argument("--format", choices=FORMATS, help="output format (default: from --out's extension, else png)")
-    p.add_argument("--out", metavar="PATH", help="output file or folder (default: a name like weights_L0_H3_the-cat-sat.png)")
+    p.add_argument("--out", metavar="PATH", help="output file or folder (default: a name like "
+                   "weights_L0_H3_the-cat-sat.png); - writes CSV, JSON, SVG or HTML to standard output")
     p.add_argument("--width", type=_bounded("width"), default=SLIDE_WIDTH,
                    help=f"image width in px, {_range('width')} (default {SLIDE_WIDTH})")
     p.add_argument("--height", type=_bounded("height"), default=SLIDE_HEIGHT,

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from pathlib import Path
 
 from ..figures import stage as figures
 from ..records import serialize
 from ..records.trace import Trace
-from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, ExportError,  # noqa: F401
+from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, STDOUT, ExportError,  # noqa: F401
                    UsageError, build_parser, check_image_size, resolve_output, split_text)
 from .fonts import figure_texts, missing_characters, missing_font_message
 from .slides import (build_figure, find_chromium, head_figures, image_server, no_chromium_message,  # noqa: F401
@@ -39,22 +40,43 @@ from .slides import (build_figure, find_chromium, head_figures, image_server, no
 from .traces import build_trace, check_selection, check_work, describe, run_minilm_trace  # noqa: F401
 
 
+_NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
 def check_writable(path: Path) -> None:
-    """Fail before rendering if ``path`` cannot be written.
+    """Fail before rendering if ``path`` cannot be written: only a new or existing regular file will do.
+
+    Checked with ``os.stat`` and never by opening, so a named pipe (FIFO) with no reader cannot block
+    the command; a symbolic link is judged by what it points to. ``Path("-")`` (standard output) passes.
 
     Raises:
-        OSError: missing folder, not a folder, or no permission.
+        OSError: missing folder, not a folder, a folder or another non-regular file (FIFO, device,
+            socket), or no permission.
     """
+    if str(path) == STDOUT:
+        return
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise OSError(f"cannot write {path}: folder {str(parent)!r} does not exist")
-    if path.is_dir():
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
         raise OSError(f"cannot write {path}: it is a folder")
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
+        raise OSError(f"cannot write {path}: it is not a regular file ({kind})")
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise OSError(f"cannot write {path}: permission denied")
 
 
 def write_output(path: Path, data: str | bytes) -> None:
+    if str(path) == STDOUT:  # the text formats only (resolve_output)
+        sys.stdout.write(data if isinstance(data, str) else data.decode("utf-8"))
+        sys.stdout.flush()
+        return
     try:
         if isinstance(data, bytes):
             path.write_bytes(data)
@@ -84,7 +106,7 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
     else:
         name = figures.figure_filename(stage, head, layer, tokens, fmt)
     path = Path(out) if out is not None else Path(name)
-    if path.is_dir():
+    if str(path) != STDOUT and path.is_dir():
         path = path / name
     check_writable(path)
     if fmt == "json":
@@ -111,7 +133,7 @@ def run(args: argparse.Namespace) -> Path:
     """Do what parsed arguments ask; return the written path."""
     sentences = split_text(args.text)  # fail on empty text, a bad --out or an unwritable file before running the model
     path, fmt = resolve_output(args.out, args.format)
-    if path is not None and not path.is_dir():
+    if path is not None and (str(path) == STDOUT or not path.is_dir()):
         check_writable(path)
     check_image_size(args.width, args.height, args.scale)
     check_work(args, sentences, fmt)
@@ -139,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ExportError) as err:
         print(f"export: error: {_message(err)}", file=sys.stderr)
         return 1
-    print(path)
+    if str(path) != STDOUT:  # the data itself went to standard output
+        print(path)
     return 0
 
 

@@ -1,0 +1,71 @@
+"""Issue 19 item 5: the export command writes only regular files (or into a folder), checked before any work, so a
+FIFO never hangs it; ``--out -`` writes CSV, JSON, SVG or HTML to standard output."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from transformer_core.cli.export import main
+from transformer_core.records import serialize
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "transformer_core.cli", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("name", ["f.csv", "f.json", "f.html"])
+def test_a_fifo_is_refused_at_once(tmp_path, name):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)
+    done = run("--text", "the cat sat", "--out", str(fifo), timeout=30)  # hung forever before
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == f"export: error: cannot write {fifo}: it is not a regular file (a named pipe)"
+
+
+def test_a_device_is_refused(capsys):
+    assert main(["--text", "the cat", "--format", "csv", "--out", "/dev/null"]) == 1
+    assert capsys.readouterr().err.strip() == ("export: error: cannot write /dev/null: it is not a regular file "
+                                               "(a character device)")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "html"])
+def test_dash_writes_to_standard_output(tmp_path, fmt):
+    done = subprocess.run([sys.executable, "-m", "transformer_core.cli", "--text", "the cat sat", "--format", fmt,
+                           "--out", "-"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "-").exists() and list(tmp_path.iterdir()) == []
+    if fmt == "csv":
+        assert done.stdout.startswith("head,query \\ key,0: the,1: cat,2: sat\n0,0: the,")
+    elif fmt == "json":
+        assert serialize.trace_from_json(done.stdout).tokens == (("the", "cat", "sat"),)
+    else:
+        assert done.stdout.startswith("<!DOCTYPE html>")
+
+
+def test_dash_needs_a_text_format(capsys):
+    assert main(["--text", "the cat", "--out", "-"]) == 2
+    assert capsys.readouterr().err.strip() == ("export: error: --out - writes to standard output: pass --format csv, "
+                                               "json, svg or html (PNG needs a file)")
+    assert main(["--text", "the cat", "--format", "png", "--out", "-"]) == 2
+
+
+def test_svg_to_standard_output(tmp_path):
+    pytest.importorskip("kaleido")
+    from transformer_core.cli.slides import find_chromium
+    if find_chromium() is None:
+        pytest.skip("no Chromium")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["--text", "the cat", "--format", "svg", "--head", "0", "--out", "-"]) == 0
+    assert out.getvalue().lstrip().startswith("<svg") and out.getvalue().rstrip().endswith("</svg>")
