@@ -15,6 +15,7 @@ from transformer_core.models.minilm import PretrainedUnavailable
 from ui import callbacks, head_view, state, views
 from ui import minilm_compute as minilm
 from ui import ablation
+from ui import minilm_moves as moves
 from ui.labels import numbered, plural, sentence_label
 
 N_LAYERS, N_HEADS = 6, 12
@@ -65,6 +66,8 @@ st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (
 # no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
 overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
                            tiles=summary["overview"][(batch, hide_keys is not None)])
+color = moves.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
+overview = moves.overview(overview, trace, sentences, settings.padding, batch, hide_keys is not None, color)
 ablation.click_toggle("minilm_")
 st.plotly_chart(overview, key="minilm_overview", on_select=ablation.tile_callback("minilm_overview", open_head, "minilm_"),
                 selection_mode="points",
@@ -96,9 +99,13 @@ elif padded:
 if hide_keys is not None:
     st.caption("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                "the missing part went to [CLS], [SEP] and [PAD].")
-stage, _, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS)
-head_view.show(minilm.minilm_layer(sentences, settings.padding, layer), batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
-               key_prefix="minilm_", hide_keys=hide_keys, title_prefix=f"layer {layer} · ")
+stage, _, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS,
+                                                            stages=moves.MINILM_STAGES)
+layer_trace = moves.layer_trace(sentences, settings.padding, layer, stage)  # with ‖α·f(x)‖ when stage=norms
+head_view.show(layer_trace, batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
+               key_prefix="minilm_", hide_keys=hide_keys, title_prefix=f"layer {layer} · ", explain=stage != "norms")
+if stage == "norms":
+    moves.norms_panel(layer_trace, batch=batch, layer=layer, head=head)  # the two factors, then the explain panel
 
 st.subheader("Per-head statistics")
 st.caption(f"Sentence {batch}, averaged over its {n_real} real query rows. Click a column header to sort; "
@@ -127,6 +134,7 @@ st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "m
                      "to [PAD]", help=share.format("[PAD]") + " 0 while the padding mask is on.", **percent),
              })
 
+moves.sections(trace, sentences, settings.padding, batch, color)  # ?view=rollout|flow, ?pair=i,j, head types
 ablation.minilm_section(sentences, settings.padding, batch, labels)
 
 with st.expander("Tokens of every sentence", icon=":material/table:"):

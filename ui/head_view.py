@@ -22,7 +22,7 @@ from .views import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
 STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": "scores", "masked_scores": "masked",
-                "weights": "weights", "context": "context"}
+                "weights": "weights", "context": "context", "norms": "‖α·f(x)‖"}
 
 
 def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_layers: int = 1,

@@ -21,6 +21,7 @@ FORMULAS = {
     "masked_scores": r"\tilde S_{ij} = \begin{cases} S_{ij} & \text{mask}_{ij} = \text{True} \\ -\infty & \text{otherwise} \end{cases}",
     "weights": r"A = \operatorname{softmax}_{\text{row}}(\tilde S)",
     "context": r"\text{head} = A\,V",
+    "norms": r"\lVert \alpha_{ij}\, f_h(x_j) \rVert,\quad f_h(x_j) = v_j W_O^h",
 }
 STAGE_HELP = {
     "scores": "Every query compared with every key; nothing is hidden yet.",
@@ -29,6 +30,8 @@ STAGE_HELP = {
     "context": "Each query's weighted mix of value vectors: one row per query position.",
     "q": "What each position is looking for.", "k": "What each position offers to be found by.",
     "v": "What each position passes on when attended to.",
+    "norms": "What each key moves into each query: its weight times the length of its value vector after W_O "
+             "(Kobayashi et al. 2020). W_O^h = the d_k rows of W_O for head h; the output bias is left out.",
 }
 # The one upload limit, in bytes: 32 MB = 32,000,000 bytes. The browser refuses a larger file (Streamlit's
 # uploader counts server.maxUploadSize = 32 in decimal MB), Streamlit's server and nginx admit 32 MiB (the
@@ -43,7 +46,7 @@ DIMS = {
     "q": ("batch", "head", "query_pos", "d_k"), "k": ("batch", "head", "key_pos", "d_k"),
     "v": ("batch", "head", "key_pos", "d_k"), "context": ("batch", "head", "query_pos", "d_k"),
     "scores": ("batch", "head", "query_pos", "key_pos"), "masked_scores": ("batch", "head", "query_pos", "key_pos"),
-    "weights": ("batch", "head", "query_pos", "key_pos"),
+    "weights": ("batch", "head", "query_pos", "key_pos"), "norms": ("batch", "head", "query_pos", "key_pos"),
 }
 
 

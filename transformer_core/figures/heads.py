@@ -89,7 +89,8 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
         data = np.where(np.asarray(visible, bool)[None], data, np.nan)
     data[~np.isfinite(data)] = np.nan
     step_r, step_c = pool_for(n_r, max_tile), pool_for(n_c, max_tile)
-    tiles = block_reduce(data, step_r, step_c, "max" if "weights" in stage else "mean")  # [head, m_r, m_c]
+    peak = "weights" in stage or stage == "norms"  # pooled by block maximum: sharp patterns stay visible
+    tiles = block_reduce(data, step_r, step_c, "max" if peak else "mean")  # [head, m_r, m_c]
     m_r, m_c = tiles.shape[1:]
     n_cols = max(1, min(n_cols, n_heads))
     n_rows = -(-n_heads // n_cols)
@@ -111,7 +112,8 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
     xs = [(_COL_TAG * c + cell_cols[j]) if j < m_c else f"·c{c}.{j}"
           for c in range(n_cols) for j in range(m_c + g_c)][:z.shape[1]]
     signed = stage in SIGNED_STAGES
-    what = ("largest weight of the block" if step_r > 1 and "weights" in stage
+    what = ("largest value of the block" if step_r > 1 and stage == "norms"
+            else "largest weight of the block" if step_r > 1 and "weights" in stage
             else "mean of the block" if step_r > 1 or step_c > 1 else "value")
     heat = go.Heatmap(
         z=z, x=xs, y=ys, zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,

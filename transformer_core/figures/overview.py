@@ -62,23 +62,24 @@ def block_reduce(matrix: np.ndarray, step_r: int, step_c: int, how: str) -> np.n
 
 
 def tiled_weights(trace: Trace, batch: int = 0, hide_keys: np.ndarray | None = None,
-                  max_tile: int = MAX_TILE) -> tuple[np.ndarray, int, int]:
+                  max_tile: int = MAX_TILE, stage: str = "weights") -> tuple[np.ndarray, int, int]:
     """``(z, gutter, pool)``: float32 ``[L·m + (L−1)·g, H·m + (H−1)·g]``, NaN gutters and NaN blocked cells.
 
     ``m = ceil(n / pool)`` cells per tile side; with ``pool > 1`` a cell is the largest
     weight of a ``pool × pool`` block of (query, key) tokens, so sharp patterns stay visible.
     Tile ``(layer, head)`` starts at row ``layer·(m+g)`` and column ``head·(m+g)``.
+    ``stage``: another pattern stage of every layer to tile instead, e.g. ``"norms"``.
     """
     n = len(trace.tokens[batch])
     step = pool_for(n, max_tile)
     m = -(-n // step)
-    n_layers, n_heads, g = trace.n_layers, trace.n_heads, gutter_for(m)
+    n_layers, n_heads, g = trace.n_layers, trace.stage(stage, 0).shape[1], gutter_for(m)
     visible = trace.visible(batch).copy()
     if hide_keys is not None:
         visible &= ~np.asarray(hide_keys, bool)[None, :]
     z = np.full((n_layers * (m + g) - g, n_heads * (m + g) - g), np.nan, dtype=np.float32)
     for layer in range(n_layers):
-        weights = trace.stage("weights", layer)[batch]  # [head, query_pos, key_pos]
+        weights = trace.stage(stage, layer)[batch]  # [head, query_pos, key_pos]
         tiles = block_reduce(np.where(visible[None] & np.isfinite(weights), weights, np.nan).astype(np.float32),
                              step, step, "max")
         top = layer * (m + g)
@@ -110,7 +111,8 @@ def axis_labels(tokens, count: int, g: int, name: str, role: str, step: int = 1)
 def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | None = None,
                     highlight: tuple[int, int] | None = None, height: int = 640,
                     max_tile: int = MAX_TILE, tiles: tuple[np.ndarray, int, int] | None = None,
-                    n_layers: int | None = None, n_heads: int | None = None) -> go.Figure:
+                    n_layers: int | None = None, n_heads: int | None = None, value_name: str = "weight",
+                    zmax: float = 1.0, of: str = "weights") -> go.Figure:
     """All layers × heads of one sentence's attention weights as one tiled heatmap.
 
     ``hide_keys`` (bool ``[key_pos]``) blanks chosen key columns in every tile (weights are
@@ -120,7 +122,9 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
     the tokens, and ``n_layers``/``n_heads`` are given).
     Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata [layer, head]``).
     ``layout.meta``: ``stage="overview"``, ``batch``, ``n_layers``, ``n_heads``, ``n`` (tokens),
-    ``tile`` (cells per tile side), ``gutter``, ``pool`` (tokens per cell side), ``highlight``.
+    ``tile`` (cells per tile side), ``gutter``, ``pool`` (tokens per cell side), ``highlight``, ``of``
+    (the stage tiled). ``of``/``value_name``/``zmax``: tiles of another stage (``"norms"``, ``"norm"``, its
+    largest value), coloured from 0 to ``zmax``.
     """
     tokens = trace.tokens[batch]
     n = len(tokens)
@@ -130,11 +134,11 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
     xs = axis_labels(tokens, n_heads, g, "head", "key", step)
     ys = axis_labels(tokens, n_layers, g, "layer", "query", step)
     mid = (m - 1) // 2  # centre cell of a tile
-    what = "weight" if step == 1 else f"largest weight of the {step}×{step} block"
+    what = value_name if step == 1 else f"largest {value_name} of the {step}×{step} block"
     heat = go.Heatmap(
-        z=z, x=xs, y=ys, zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, hoverongaps=False,
+        z=z, x=xs, y=ys, zmin=0.0, zmax=zmax, colorscale=SEQUENTIAL, hoverongaps=False,
         hovertemplate=f"%{{y}}<br>%{{x}}<br>{what} %{{z:.4f}}<extra></extra>",
-        colorbar=dict(title=dict(text="weight", side="right"), thickness=10, len=0.9),
+        colorbar=dict(title=dict(text=value_name, side="right"), thickness=10, len=0.9),
     )
     cells = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]
     centres = go.Scatter(
@@ -156,7 +160,7 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
                            y1=lay * (m + g) + m - 0.5 + g / 2, line=dict(color="#ff4b4b", width=3)))
     layout = dict(
         meta={"stage": "overview", "batch": batch, "n_layers": n_layers, "n_heads": n_heads, "n": n, "tile": m,
-              "gutter": g, "pool": step, "highlight": list(highlight) if highlight is not None else None},
+              "gutter": g, "pool": step, "highlight": list(highlight) if highlight is not None else None, "of": of},
         height=height, margin=dict(l=64, r=10, t=64, b=10), plot_bgcolor="#d9d9d9", shapes=shapes,
         clickmode="event+select", hovermode="closest", dragmode="zoom",
         hoverdistance=1,  # a tile-centre marker answers only under itself; elsewhere the cell under the cursor

@@ -28,9 +28,10 @@ STAGE_TITLES = {
     "q": "Queries Q", "k": "Keys K", "v": "Values V",
     "scores": "Raw scores QKᵀ/√d_k", "masked_scores": "Masked scores",
     "weights": "Attention weights softmax(·)", "context": "Per-head context weights·V",
+    "norms": "Value-weighted norms ‖α·f(x)‖",
 }
 STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": "score", "masked_scores": "score", "weights": "weight",
-               "context": "context"}
+               "context": "context", "norms": "norm"}
 EMPTY_ROW_MARK = "⊘"
 MAX_TICKS = 40  # every token labelled up to 40 per axis; beyond, every k-th (the hover names them all)
 TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Stages whose matrices are [query_pos, key_pos] (the rest have feature columns).
-PATTERN_STAGES = ("scores", "masked_scores", "weights", "dropped_weights")
+# Stages whose matrices are [query_pos, key_pos] (the rest have feature columns). "norms" (‖α_ij f_h(x_j)‖) is
+# derived from weights, v and the model's W_O (analysis.value_norms.with_norms), never captured.
+PATTERN_STAGES = ("scores", "masked_scores", "weights", "dropped_weights", "norms")
 ATTENTION_STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context", "concat", "projected", "output")
 
 

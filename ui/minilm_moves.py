@@ -1,0 +1,353 @@
+"""What attention really moves, on the MiniLM page: value-weighted norms, rollout and flow, a token-pair search
+and head types (issue 22).
+
+Everything is computed only when asked for (the default page records only the weights, then one layer):
+
+* ``stage=norms`` — ‖α_ij f_h(x_j)‖ of the open layer (:func:`norm_layer`, from that layer's captured
+  ``weights`` and ``v`` and the checkpoint's W_O) and, in the overview, of every layer;
+* ``view=rollout|flow`` — the sentence's rollout or flow beside the last layer's mean weights;
+* ``pair=i,j`` — all 72 heads ranked for one (query, key) pair; a click on a cell of the open head
+  (or the two pickers) sets it;
+* ``color=<score>`` — the overview's tiles fade by a head-type score; the table below sorts by it.
+
+The all-layer data (weights and ‖f_h(x_j)‖ of every layer) is one model run, cached by value
+(:func:`moves_data`). Callbacks here take keys only (never a run's data).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from transformer_core.analysis.head_types import ENCODER_SCORES, SCORES, head_type_scores, is_punctuation
+from transformer_core.analysis.rollout import FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layer_means
+from transformer_core.analysis.token_pair import pair_table
+from transformer_core.analysis.value_norms import (moved_shares, output_projections, split_output_projection,
+                                                   value_norms, with_norms)
+from transformer_core.figures import stage as figures
+from transformer_core.figures.moves import across_layers_figure, score_overlay
+from transformer_core.figures.overview import overview_figure, tiled_weights
+from transformer_core.records.trace import Trace
+
+from . import explain_panel
+from .cache import memo
+from .head_view import STAGES
+from .markdown import plain
+from .numbers import number
+from .state import bind_url
+
+PREFIX = "minilm_"
+MINILM_STAGES = STAGES + ("norms",)
+VIEWS = ("off", "rollout", "flow")
+VIEW_LABELS = {"off": "off", "rollout": "rollout", "flow": "flow"}
+COLORS = ("none",) + ENCODER_SCORES
+
+
+class PairOptions(Sequence):
+    """``None`` and every ``(query, key)`` of an ``n``-token sentence, with an O(1) ``in``."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return 1 + self.n * self.n
+
+    def __getitem__(self, index: int):
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return None if index == 0 else divmod(index - 1, self.n)
+
+    def __contains__(self, value) -> bool:
+        return value is None or (isinstance(value, tuple) and len(value) == 2
+                                 and all(isinstance(v, int) and 0 <= v < self.n for v in value))
+
+
+def pair_text(pair) -> str:
+    """URL text of a pair: ``"3,5"``, or ``"none"``."""
+    return "none" if pair is None else f"{pair[0]},{pair[1]}"
+
+
+# ------------------------------------------------------------------ compute (cached by value)
+
+
+@memo("minilm_layer")
+def moves_data(sentences: tuple[str, ...], padding: bool) -> dict:
+    """One MiniLM run recording every layer's ``weights`` and ``v``: ``{"trace": Trace (weights only),
+    "fnorm": ‖f_h(x_j)‖ float32 [batch, layer, head, key_pos]}`` (f_h(x_j) = v_j^h W_O^h)."""
+    from transformer_core.models.minilm_trace import run_minilm
+
+    from .minilm_compute import MAX_MINILM_TOKENS
+
+    with st.spinner("Running MiniLM-L6 (every layer's weights and values) …"):
+        trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
+                           only=lambda name: name.endswith((".attention.weights", ".attention.v")))
+    projections = output_projections(trace)
+    fnorm = np.stack([value_norms(trace.stage("v", l), split_output_projection(projections[l][0], trace.n_heads))
+                      for l in range(trace.n_layers)], axis=1).astype(np.float32)  # [batch, layer, head, key_pos]
+    weights = {k: v for k, v in trace.stages.items() if k.endswith(".weights")}
+    return {"trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
+                           stages=weights, settings=trace.settings), "fnorm": fnorm}
+
+
+def _norms(data: dict, batch: int) -> np.ndarray:
+    """‖α_ij f_h(x_j)‖ of every layer for sentence ``batch``: ``[layer, head, query_pos, key_pos]`` float32."""
+    trace = data["trace"]
+    weights = np.stack([trace.stage("weights", l)[batch] for l in range(trace.n_layers)])
+    return (weights * data["fnorm"][batch][:, :, None, :]).astype(np.float32)
+
+
+@memo("minilm_summary")
+def norm_tiles(sentences: tuple[str, ...], padding: bool, batch: int, hide: bool) -> tuple:
+    """The overview's tiles of ‖α f(x)‖ (every layer) and the largest of them: ``((z, gutter, pool), top)``."""
+    from transformer_core.analysis.head_stats import special_keys
+
+    data = moves_data(sentences, padding)
+    trace = data["trace"]
+    norms = _norms(data, batch)
+    one = Trace(tokens=(trace.tokens[batch],), lengths=(trace.lengths[batch],), truncated=(False,),
+                mask=None if trace.mask is None else trace.mask[batch:batch + 1],
+                stages={f"layers.{l}.attention.norms": norms[l][None] for l in range(len(norms))})
+    tiles = tiled_weights(one, 0, special_keys(trace.tokens[batch]) if hide else None, stage="norms")
+    top = float(np.nanmax(tiles[0])) if np.isfinite(tiles[0]).any() else 1.0
+    return tiles, top if top > 0 else 1.0
+
+
+@memo("minilm_summary")
+def head_type_table(sentences: tuple[str, ...], padding: bool, batch: int) -> pd.DataFrame:
+    """Every head-type score of :data:`ENCODER_SCORES` for sentence ``batch``: one row per layer × head."""
+    trace = moves_data(sentences, padding)["trace"]
+    n = trace.lengths[batch]
+    tokens, visible = trace.tokens[batch][:n], trace.visible(batch)[:n, :n]
+    rows = []
+    for layer in range(trace.n_layers):
+        scores = head_type_scores(trace.stage("weights", layer)[batch, :, :n, :n], tokens, visible)
+        rows += [{"layer": layer, "head": h, **{k: float(v[h]) for k, v in scores.items()}}
+                 for h in range(trace.n_heads)]
+    return pd.DataFrame(rows, columns=["layer", "head", *ENCODER_SCORES])
+
+
+@memo("minilm_summary")
+def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(rollout or flow [n, n], last layer's mean weights [n, n])`` over the n real tokens of ``batch``.
+
+    Raises:
+        ValueError: flow of more than :data:`FLOW_TOKEN_LIMIT` tokens.
+    """
+    means = layer_means(moves_data(sentences, padding)["trace"], batch)
+    if view == "flow":
+        with st.spinner(f"Computing the maximum flow of {means.shape[-1] ** 2} token pairs …"):
+            values = attention_flow(means)
+    else:
+        values = attention_rollout(means)
+    return values, means[-1]
+
+
+@memo("minilm_layer")
+def norm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace:
+    """:func:`ui.minilm_compute.minilm_layer`'s trace plus ``layers.{layer}.attention.norms``."""
+    from .minilm_compute import minilm_layer
+
+    base = minilm_layer(sentences, padding, layer)
+    return with_norms(base, [layer], output_projections(base))
+
+
+def layer_trace(sentences: tuple[str, ...], padding: bool, layer: int, stage: str) -> Trace:
+    """The open layer's trace for the head view: with its norms when ``stage == "norms"``."""
+    from .minilm_compute import minilm_layer
+
+    return norm_layer(sentences, padding, layer) if stage == "norms" else minilm_layer(sentences, padding, layer)
+
+
+# ------------------------------------------------------------------ overview: norms and head types
+
+
+def color_control() -> str:
+    """The "colour heads by type" picker (``?color=``); returns the score name or ``"none"``."""
+    bind_url(f"{PREFIX}color", "color", COLORS, "none")
+    return st.selectbox("Colour heads by type", COLORS, key=f"{PREFIX}color",
+                        format_func=lambda c: "none" if c == "none" else SCORES[c],
+                        help="Fade every overview tile by a head-type score (0 = faded, 1 = framed): "
+                             "previous/next token, self, share to [CLS], to [SEP]/punctuation, broadness.")
+
+
+def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide: bool, color: str):
+    """The page's overview figure, redrawn with ‖α f(x)‖ when the stage is ``norms``, faded by ``color``."""
+    bind_url(f"{PREFIX}stage", "stage", MINILM_STAGES, "weights")
+    if st.session_state.get(f"{PREFIX}stage") == "norms":
+        tiles, top = norm_tiles(sentences, padding, batch, hide)
+        meta = fig.layout.meta
+        fig = overview_figure(trace, batch, height=fig.layout.height, n_layers=meta["n_layers"],
+                              n_heads=meta["n_heads"], tiles=tiles, value_name="norm", zmax=top, of="norms")
+        st.caption(f"Stage **‖α·f(x)‖**: the overview shows every head's value-weighted norms (what each key moves "
+                   f"into each query), coloured 0 – {number(top, '.3g')}, the largest of all 72 heads.")
+    if color != "none":
+        table = head_type_table(sentences, padding, batch)
+        fig = score_overlay(fig, table[color].to_numpy().reshape(fig.layout.meta["n_layers"], -1), SCORES[color])
+    return fig
+
+
+# ------------------------------------------------------------------ norms: the caption and the two factors
+
+
+def norms_panel(trace: Trace, *, batch: int, layer: int, head: int) -> None:
+    """Under the open head when the stage is ``norms``: weight vs what moves to [CLS]/[SEP]/punctuation, and
+    the chosen cell's two factors α_ij and ‖f_h(x_j)‖, recomputed."""
+    n = trace.lengths[batch]
+    tokens = trace.tokens[batch]
+    weights, norms = trace.stage("weights", layer)[batch], trace.stage("norms", layer)[batch]
+    groups = {"[CLS]": np.arange(len(tokens)) == 0, "[SEP]": np.arange(len(tokens)) == n - 1,
+              "punctuation": np.array([i < n and is_punctuation(t) for i, t in enumerate(tokens)])}
+    shares = {name: moved_shares(weights[head:head + 1], norms[head:head + 1], keys, n)
+              for name, keys in groups.items() if keys.any()}
+    name, (w, m) = max(shares.items(), key=lambda kv: kv[1][0][0])
+    verb = "but only" if m[0] < w[0] else "and"
+    st.markdown(f"**{number(w[0], '.0%')}** of this head's weight goes to {name}, {verb} "
+                f"**{number(m[0], '.0%')}** of what it moves (‖α·f(x)‖). Weights say where a head *looks*; "
+                "value-weighted norms say what it *carries*: a key whose vector f(x) = v·W_O is short moves little "
+                "however much weight it gets (Kobayashi et al. 2020).")
+    bind_url(f"{PREFIX}q", "q", range(len(tokens)), 0)  # as the explain panel below does
+    bind_url(f"{PREFIX}k", "k", range(len(tokens)), 0)
+    q, k = st.session_state[f"{PREFIX}q"], st.session_state[f"{PREFIX}k"]
+    projections = output_projections(trace)
+    heads = split_output_projection(projections[layer][0], trace.n_heads)
+    f = value_norms(trace.stage("v", layer)[batch], heads)[head, k]  # ‖v_k W_O^head‖
+    alpha = float(weights[head, q, k])
+    diff = abs(alpha * float(f) - float(norms[head, q, k]))
+    st.latex(rf"\lVert \alpha_{{{q},{k}}}\, f_{{{head}}}(x_{{{k}}}) \rVert = \alpha_{{{q},{k}}} \cdot "
+             rf"\lVert v_{{{k}}} W_O^{{{head}}} \rVert = {alpha:.4f} \times {float(f):.4f} = {alpha * float(f):.4f}")
+    st.caption(f"Query {plain(f'{q}: {tokens[q]}')}, key {plain(f'{k}: {tokens[k]}')} (pick another cell in the "
+               f"explain panel below, or click it). W_O^{head} = the 32 rows of W_O that multiply head {head}'s context; "
+               f"its output bias is shared by all heads and left out. The figure shows {float(norms[head, q, k]):.4f} "
+               f"(difference {diff:.1e}).")
+    st.divider()
+    explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=PREFIX)
+
+
+# ------------------------------------------------------------------ across layers: rollout and flow
+
+
+def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int) -> None:
+    """``view=rollout|flow``: the sentence's rollout or flow beside the last layer's mean weights (one chart)."""
+    key = f"{PREFIX}view"
+    bind_url(key, "view", VIEWS, "off")
+    st.subheader("Across all 6 layers: which input tokens reach each output")
+    view = st.segmented_control("Across layers", VIEWS, key=key, required=True, format_func=VIEW_LABELS.get,
+                                label_visibility="collapsed",
+                                help="Rollout multiplies the layers' head-averaged weights, each mixed half and "
+                                     "half with the residual connection; flow is the maximum flow through them.")
+    if view == "off":
+        st.caption("One layer's weights say little about which input tokens reach the output after six layers and "
+                   "their residual connections (Abnar & Zuidema 2020). Pick **rollout** or **flow**.")
+        return
+    n = trace.lengths[batch]
+    if view == "flow" and n > FLOW_TOKEN_LIMIT:
+        st.info(f"Attention flow is computed for sentences of up to {FLOW_TOKEN_LIMIT} tokens ([CLS] and [SEP] "
+                f"included); sentence {batch} has {n}. It solves n² maximum-flow problems, so its time grows as n⁴. "
+                "Rollout works at any length.", icon=":material/timer:")
+        return
+    values, last = across(sentences, padding, batch, view)
+    tokens = trace.tokens[batch][:n]
+    fig = across_layers_figure(values, last, tokens, view, batch=batch)
+    st.plotly_chart(fig, key=f"{PREFIX}across", config=figures.chart_config(
+        figures.figure_filename(view, None, None, tokens), st.session_state.get("shared_image_format", "png")))
+    rule = (r"R = \hat A_5 \cdots \hat A_0,\quad \hat A_l = \operatorname{rownorm}\big(\tfrac12\,"
+            r"\operatorname{mean}_h A_l + \tfrac12 I\big)")
+    st.latex(rule if view == "rollout" else r"F_{ij} = \operatorname{maxflow}\big((0, j) \to (6, i)\big)"
+             r"\ \text{with capacities}\ \hat A_l")
+    top = int(np.argmax(values.sum(0)))
+    what = ("Each row sums to 1" if view == "rollout" else "Each value is at most 1; a row is not a distribution "
+            "(flows from different inputs share edges)")
+    st.caption(f"Rows: output positions after layer 5; columns: input tokens, all {n} real ones ([CLS] and [SEP] "
+               f"included, [PAD] left out). {what}. Input {plain(f'{top}: {tokens[top]}')} reaches the outputs "
+               "most. Right: layer 5 alone, on the same colour range.")
+    frame = pd.DataFrame(values, index=[f"{i}: {t}" for i, t in enumerate(tokens)],
+                         columns=[f"{j}: {t}" for j, t in enumerate(tokens)])
+    st.download_button(f"⬇ {view} as CSV", data=frame.to_csv(float_format="%.6g"), key=f"{PREFIX}across_csv",
+                       file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
+                       on_click="ignore")
+
+
+# ------------------------------------------------------------------ token pair and head-type tables
+
+
+def open_ranked(event_key: str, order: tuple[tuple[int, int], ...]) -> None:
+    """``on_select`` of a ranked table: row r opens head ``order[r]`` (``(layer, head)``)."""
+    rows = ((st.session_state.get(event_key) or {}).get("selection") or {}).get("rows") or []
+    if rows and 0 <= int(rows[0]) < len(order):
+        st.session_state[f"{PREFIX}layer"], st.session_state[f"{PREFIX}head"] = order[int(rows[0])]
+
+
+def _pick_pair() -> None:
+    q, k = st.session_state.get(f"{PREFIX}pair_q"), st.session_state.get(f"{PREFIX}pair_k")
+    st.session_state[f"{PREFIX}pair"] = (q, k) if q is not None and k is not None else None
+
+
+def pair_search(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int) -> None:
+    """``pair=i,j``: every layer × head for one (query, key) pair, ranked; a row opens that head."""
+    ss = st.session_state
+    tokens = trace.tokens[batch]
+    n = len(tokens)
+    key = f"{PREFIX}pair"
+    bind_url(key, "pair", PairOptions(n), None, to_text=pair_text)
+    cell = (ss.get(f"{PREFIX}q"), ss.get(f"{PREFIX}k"))
+    if ss.get("_minilm_cell_seen", cell) != cell and cell in PairOptions(n):  # a cell was clicked or picked
+        ss[key] = cell
+        st.query_params["pair"] = pair_text(cell)
+    ss["_minilm_cell_seen"] = cell
+    pair = ss[key]
+    if pair is not None:
+        ss[f"{PREFIX}pair_q"], ss[f"{PREFIX}pair_k"] = pair
+    st.subheader("One token pair across all 72 heads")
+    left, right = st.columns(2)
+    fmt = lambda i: "—" if i is None else f"{i}: {tokens[i]}"  # noqa: E731
+    left.selectbox("Query token", [None, *range(n)], key=f"{PREFIX}pair_q", format_func=fmt, on_change=_pick_pair)
+    right.selectbox("Key token", [None, *range(n)], key=f"{PREFIX}pair_k", format_func=fmt, on_change=_pick_pair)
+    if pair is None:
+        st.caption("Pick a query and a key, or click a cell of the open head: every head's weight and "
+                   "value-weighted norm for that pair, ranked.")
+        return
+    q, k = pair
+    data = moves_data(sentences, padding)
+    table = pair_table(np.stack([data["trace"].stage("weights", l)[batch] for l in range(data["trace"].n_layers)]),
+                       _norms(data, batch), q, k)
+    order = tuple((int(a), int(b)) for a, b in zip(table["layer"], table["head"]))
+    st.caption(f"Query {plain(fmt(q))} → key {plain(fmt(k))}, sentence {batch}: sorted by weight α (rank 1 = "
+               f"largest); the value-weighted norm ‖α·f(x)‖ has its own rank. **Select a row** to open that head.")
+    st.dataframe(table, key=f"{PREFIX}pair_table", hide_index=True, height=300, selection_mode="single-row",
+                 on_select=partial(open_ranked, f"{PREFIX}pair_table", order), column_config={
+                     "weight": st.column_config.ProgressColumn("weight α", format="%.3f", min_value=0.0,
+                                                               max_value=1.0),
+                     "weight_rank": st.column_config.NumberColumn("rank (α)", width="small"),
+                     "norm": st.column_config.NumberColumn("‖α·f(x)‖", format="%.3f"),
+                     "norm_rank": st.column_config.NumberColumn("rank (norm)", width="small"),
+                     "norm_share": st.column_config.ProgressColumn(
+                         "share of what moves into the query", format="%.2f", min_value=0.0, max_value=1.0,
+                         help="This key's norm ÷ the sum of the query row's norms in that head."),
+                 })
+
+
+def head_types_table(sentences: tuple[str, ...], padding: bool, batch: int, color: str) -> None:
+    """Every head's type scores, sorted by the overview's colour score; a row opens that head."""
+    table = head_type_table(sentences, padding, batch)
+    if color != "none":
+        table = table.sort_values(color, ascending=False, kind="stable")
+    order = tuple((int(a), int(b)) for a, b in zip(table["layer"], table["head"]))
+    score = dict(format="%.2f", min_value=0.0, max_value=1.0)
+    st.dataframe(table, key=f"{PREFIX}types", hide_index=True, height=300, selection_mode="single-row",
+                 on_select=partial(open_ranked, f"{PREFIX}types", order),
+                 column_config={k: st.column_config.ProgressColumn(SCORES[k], **score) for k in ENCODER_SCORES})
+    st.caption("Previous-, next-token and self: share of a query's weight on key i − 1, i + 1, i (TransformerLens's "
+               "head detector, rows without such a key left out). Shares to [CLS] and to [SEP]/punctuation: mean "
+               "over real queries. Broadness: row entropy ÷ ln(visible keys), 0 = one key, 1 = even spread.")
+
+
+def sections(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, color: str) -> None:
+    """The page's sections below the per-head statistics: head types (with ``color``), rollout/flow, token pair."""
+    if color != "none":
+        st.subheader(f"Head types, sorted by {SCORES[color]}")
+        head_types_table(sentences, padding, batch, color)
+    across_layers(trace, sentences, padding, batch)
+    pair_search(trace, sentences, padding, batch)
