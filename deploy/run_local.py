@@ -8,7 +8,9 @@ Uses the same nginx snippet as compose.yaml (deploy/nginx.conf): its upstream `s
 replaced by the loopback replicas, its `listen` by the chosen port, its paths by a scratch folder
 (nginx runs with `-p <folder>`, `daemon off`). All replicas share one `server.cookieSecret`
 (STREAMLIT_SERVER_COOKIE_SECRET; Streamlit refuses it as a flag), so Streamlit's XSRF cookie
-from one replica is valid on another after a failover. Ctrl+C stops everything. Also imported
+from one replica is valid on another after a failover. A replica that exits is restarted on its port
+with a bounded back-off (:func:`supervise`) while nginx and the others keep serving; only Ctrl+C
+(or nginx's own exit) stops everything. Also imported
 by tests/test_deploy_nginx.py and benchmarks/load_class.py (:func:`cluster`).
 """
 from __future__ import annotations
@@ -116,6 +118,11 @@ class Replica:
             self.proc.kill()
             self.proc.wait(10)
 
+    def restart(self, env: dict) -> None:
+        """Start the same command again on the same port (its log is appended to)."""
+        self.proc = subprocess.Popen(self.proc.args, cwd=ROOT, env=env, stdout=self.log.open("a"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
 
 @dataclass
 class Cluster:
@@ -192,7 +199,8 @@ def cluster(replicas: int = 2, port: int | None = None, replica_ports: list[int]
                                stdout=subprocess.DEVNULL, stderr=(prefix / "nginx.stderr").open("w"))
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: healthy(f"{url}/lb-health"), 20, "nginx", dead=lambda: ngx.poll() is not None)
-        yield Cluster(url, started, ngx, prefix)
+        yield Cluster(url, started, ngx, prefix,
+                      extra={"env": {**os.environ, "STREAMLIT_SERVER_COOKIE_SECRET": secret}})
     finally:
         _stop(ngx, signal.SIGQUIT)
         for r in started:
@@ -201,21 +209,56 @@ def cluster(replicas: int = 2, port: int | None = None, replica_ports: list[int]
             shutil.rmtree(prefix, ignore_errors=True)
 
 
+BACKOFF = (1, 2, 4, 8, 16, 30)  # seconds before restart n of a replica that keeps dying; then every 30 s
+STEADY = 60.0  # a replica up this long has recovered: its next death waits BACKOFF[0] again
+
+
+def supervise(c: Cluster, *, poll: float = 0.5, backoff: tuple[float, ...] = BACKOFF, steady: float = STEADY,
+              say=print) -> None:
+    """Keep the class running: a replica that exits is restarted on its port after a bounded back-off
+    (``backoff``, growing while it keeps dying) while nginx and the other replicas go on serving (nginx
+    sends its students to them meanwhile: passive health checks). Returns only when nginx itself exits;
+    Ctrl+C (KeyboardInterrupt) passes through."""
+    fails = [0] * len(c.replicas)  # deaths in a row without a steady run
+    due: list[float | None] = [None] * len(c.replicas)  # when to restart a dead replica
+    up_since = [time.monotonic()] * len(c.replicas)
+    while c.nginx.poll() is None:
+        now = time.monotonic()
+        for i, r in enumerate(c.replicas):
+            if r.proc.poll() is None:
+                if now - up_since[i] >= steady:
+                    fails[i] = 0
+                continue
+            if due[i] is None:
+                wait = backoff[min(fails[i], len(backoff) - 1)]
+                say(f"replica {r.addr} exited (code {r.proc.returncode}); restarting it in {wait:g} s, "
+                    "the others and nginx keep serving", flush=True)
+                due[i], fails[i] = now + wait, fails[i] + 1
+            elif now >= due[i]:
+                r.restart(c.extra["env"])
+                due[i], up_since[i] = None, now
+                say(f"replica {r.addr} restarted (pid {r.proc.pid})", flush=True)
+        time.sleep(poll)
+    say(f"nginx exited (code {c.nginx.returncode}); stopping", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--replicas", type=int, default=2)
-    ap.add_argument("--port", type=int, default=8080, help="nginx listens on 127.0.0.1:PORT")
-    ap.add_argument("--base-port", type=int, default=8601, help="replicas on BASE, BASE+1, …")
+    ap.add_argument("--replicas", type=int, default=2, help="Streamlit processes, one per core (default 2)")
+    ap.add_argument("--port", type=int, default=8080, help="nginx listens on 127.0.0.1:PORT (default 8080)")
+    ap.add_argument("--base-port", type=int, default=8601,
+                    help="replicas listen on BASE, BASE+1, … (default 8601)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on `kill` too
     ports = [args.base_port + i for i in range(args.replicas)]
     with cluster(args.replicas, port=args.port, replica_ports=ports, keep=True) as c:
         print(f"nginx: {c.url}  ->  " + ", ".join(r.addr for r in c.replicas), flush=True)
-        print(f"logs and config: {c.prefix}  (Ctrl+C stops)", flush=True)
+        for r in c.replicas:
+            print(f"replica {r.addr} pid {r.proc.pid}", flush=True)
+        print(f"logs and config: {c.prefix}  (a replica that dies is restarted; Ctrl+C stops everything)",
+              flush=True)
         with contextlib.suppress(KeyboardInterrupt):
-            while all(r.proc.poll() is None for r in c.replicas) and c.nginx.poll() is None:
-                time.sleep(1)
-            print("a replica or nginx exited; stopping", flush=True)
+            supervise(c)
 
 
 if __name__ == "__main__":
