@@ -41,7 +41,8 @@ if any(trace.truncated):
     st.info(f"Sentences are cut to {L.LESSON_TOKENS} tokens on this page.", icon=":material/content_cut:")
 left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
-state.bind_url("masks_batch", "sentence", range(len(pair)), shorter)
+state.bind_url("masks_batch", "sentence", range(len(pair)), shorter,  # labels: as the picker's below
+               labels=[sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths))])
 state.bind_url("masks_head", "head", range(settings.n_heads), 0)
 # formatters from ui.callbacks, never a page lambda (it would keep this run alive)
 sentence_labels = tuple(sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths)))
@@ -88,7 +89,7 @@ with tabs[1]:
     if tabs[1].open:
         st.header("2 · The seeds' two conventions")
         L.prose(PAGE, "conventions")
-        state.bind_url("masks_empty_row", "row", range(n), 0)
+        state.bind_url("masks_empty_row", "row", range(n), 0, labels=[f"{i}: {t}" for i, t in enumerate(tokens)])
         row_labels = tuple(f"{i}: {t}" for i, t in enumerate(tokens))
         empty_row = st.selectbox("Query row whose every key we block (a row with no visible key)", range(n),
                                  key="masks_empty_row", format_func=partial(callbacks.label_of, row_labels))

@@ -47,7 +47,7 @@ sentences_shown = [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.leng
 labels = tuple(sentence_label(b, text, 60) for b, text in enumerate(sentences_shown))
 # widget callbacks from ui.callbacks, never this page's functions (they would keep this run alive)
 open_head = dict(layer_key="minilm_layer", head_key="minilm_head", n_heads=N_HEADS)
-state.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0)
+state.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0, labels=labels)
 state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
 pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")
 batch = pick.selectbox("Sentence", range(len(sentences_shown)), key="minilm_batch",

@@ -40,12 +40,13 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     tokens = trace.tokens[batch]
     n = len(tokens)
     q_key, k_key = f"{key_prefix}q", f"{key_prefix}k"
-    bind_url(q_key, "q", range(n), 0)
-    bind_url(k_key, "k", range(n), 0)
+    options = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    bind_url(q_key, "q", range(n), 0, labels=options)
+    bind_url(k_key, "k", range(n), 0, labels=options)
     st.markdown(f"#### Explain this number · head {head}" + (f", layer {layer}" if trace.n_layers > 1 or layer else ""))
     left, right, note = st.columns([1, 1, 2], vertical_alignment="bottom")
-    query = left.selectbox("Query (row)", range(n), key=q_key, format_func=lambda i: f"{i}: {tokens[i]}")
-    key = right.selectbox("Key (column)", range(n), key=k_key, format_func=lambda i: f"{i}: {tokens[i]}")
+    query = left.selectbox("Query (row)", range(n), key=q_key, format_func=options.__getitem__)
+    key = right.selectbox("Key (column)", range(n), key=k_key, format_func=options.__getitem__)
     note.caption("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
                  "this very number.")
     e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
@@ -108,9 +109,10 @@ def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
     from transformer_core.analysis.explain import explain_position
 
     n = len(tokens)
-    bind_url(key, "pos", range(n), 0)
+    options = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    bind_url(key, "pos", range(n), 0, labels=options)
     st.markdown("#### Explain one position: concat → W_O → residual → LayerNorm")
-    pos = st.selectbox("Position", range(n), key=key, format_func=lambda i: f"{i}: {tokens[i]}")
+    pos = st.selectbox("Position", range(n), key=key, format_func=options.__getitem__)
     e = explain_position(steps, pos)
     shown = min(8, e.concat.size)
     cols = [f"d{j}" for j in range(shown)]

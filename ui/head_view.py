@@ -43,9 +43,10 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     left, *pickers, middle, right = st.columns(widths, vertical_alignment="bottom")
     batch = layer = 0
     if many:
-        bind_url(batch_key, "sentence", range(len(sentences)), 0)
+        labels = [sentence_label(b, s, 30) for b, s in enumerate(sentences)]
+        bind_url(batch_key, "sentence", range(len(sentences)), 0, labels=labels)
         batch = pickers.pop(0).selectbox("Sentence", range(len(sentences)), key=batch_key,
-                                         format_func=lambda b: sentence_label(b, sentences[b], 30),
+                                         format_func=labels.__getitem__,
                                          help="Which sentence of the batch to look at (one per line in the sidebar).")
     if n_layers > 1:
         bind_url(layer_key, "layer", range(n_layers), 0)

@@ -226,13 +226,19 @@ def sidebar() -> Settings:
                     values["causal"], values["padding"], int(values["seed"]))
 
 
-def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable = str) -> None:
+def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable = str,
+             labels: Sequence[str] | None = None) -> None:
     """Seed the widget state ``st.session_state[key]`` from ``?url=…`` and keep the URL in step.
 
     Call just before creating the widget with ``key``. The URL is read only while the widget has
     no state yet (a fresh session or a page's first run), and only a value whose text is one of
     ``options`` is taken; anything else falls back to ``default`` with a visible note. The value
     left in session state is then written back, so a copied URL reopens the same view.
+
+    ``labels``: the option texts the widget shows, when they depend on the learner's text (a
+    sentence or token picker). When they differ from the last run's, the value is assigned again,
+    so Streamlit sends it with the new label: a keyed selectbox whose options change under an
+    unchanged value otherwise keeps showing the old label in the browser (STREAMLIT-NOTES).
     """
     ss = st.session_state
     if moved_this_run() and key not in ss:  # the widget gets the browser's value (ui/failover.py)
@@ -240,6 +246,12 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
         ss.setdefault("_moved_fallback", {})[key] = next((o for o in options if to_text(o) == str(raw)), default)
         return
     resend_label(key)  # after a language switch the value is re-sent with its translated label (ui/i18n.py)
+    if labels is not None:
+        seen, shown = f"_labels_{key}", hash(tuple(labels))
+        relabel = key in ss and ss.get(seen) not in (None, shown)
+        ss[seen] = shown
+        if relabel:
+            ss[key] = ss[key] if ss[key] in options else default  # re-sent with the current label
     texts = {to_text(o): o for o in options}
     if key not in ss and (raw := st.query_params.get(url)) is not None:
         if str(raw) in texts:

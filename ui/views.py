@@ -136,6 +136,6 @@ def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> 
 def sentence_picker(label: str, sentences: list[str], key: str) -> int:
     """Pick one sentence of the batch (``?sentence=`` in the URL); options are plain text (never Markdown),
     each sentence cut at a word boundary."""
-    bind_url(key, "sentence", range(len(sentences)), 0)
-    return st.selectbox(label, range(len(sentences)), key=key, width=420,
-                        format_func=lambda b: sentence_label(b, sentences[b]))
+    labels = [sentence_label(b, s) for b, s in enumerate(sentences)]
+    bind_url(key, "sentence", range(len(sentences)), 0, labels=labels)
+    return st.selectbox(label, range(len(sentences)), key=key, width=420, format_func=labels.__getitem__)
