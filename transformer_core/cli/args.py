@@ -13,7 +13,7 @@ from pathlib import Path
 from ..text.tokenize import normalize_text
 
 PROG = "attention-export"
-STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
+STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context", "norms")  # norms: ‖α·f(x)‖ (cli/moves)
 FORMATS = ("png", "svg", "html", "csv", "json")
 EXTENSIONS = {".png": "png", ".svg": "svg", ".html": "html", ".htm": "html", ".csv": "csv", ".json": "json"}
 IMAGE_FORMATS = ("png", "svg")
@@ -184,7 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"cut each sentence to this many tokens, {_range('max_tokens')} (default: toy 64, MiniLM 128)")
     p.add_argument("--layer", type=int, default=0, help="encoder layer (default 0)")
     p.add_argument("--head", type=int, help="attention head (default: all heads)")
-    p.add_argument("--stage", choices=STAGES, default="weights", help="which matrix (default weights)")
+    p.add_argument("--stage", choices=STAGES, default="weights",
+                   help="which matrix (default weights); norms = value-weighted norms ‖α·f(x)‖ (W_O from the model)")
+    p.add_argument("--view", choices=("rollout", "flow"),
+                   help="instead of one layer: attention rollout or flow of --batch's sentence across every layer "
+                        "(flow: at most 16 tokens)")
     p.add_argument("--batch", type=int, default=0, help="which sentence of the batch (default 0)")
     p.add_argument("--format", choices=FORMATS, help="output format (default: from --out's extension, else png)")
     p.add_argument("--out", metavar="PATH", help="output file or folder (default: a name like "

@@ -34,6 +34,7 @@ from ..records import serialize
 from ..records.trace import Trace
 from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, STDOUT, ExportError,  # noqa: F401
                    UsageError, build_parser, check_image_size, resolve_output, split_text)
+from . import moves
 from .fonts import figure_texts, missing_characters, missing_font_message
 from .slides import (build_figure, find_chromium, head_figures, image_server, no_chromium_message,  # noqa: F401
                      render_image, stage_title)
@@ -138,6 +139,15 @@ def run(args: argparse.Namespace) -> Path:
     check_image_size(args.width, args.height, args.scale)
     check_work(args, sentences, fmt)
     trace = build_trace(args)
+    if args.view:  # one sentence across every layer (cli/moves.py)
+        name, data = moves.view_output(trace, args.view, batch=args.batch, fmt=fmt, width=args.width,
+                                       height=args.height, scale=args.scale)
+        path = path / name if path is not None and str(path) != STDOUT and path.is_dir() else path or Path(name)
+        check_writable(path)
+        write_output(path, data)
+        return path
+    if args.stage == "norms":
+        trace = moves.add_norms(trace, args.layer)
     return export(trace, stage=args.stage, batch=args.batch, layer=args.layer, head=args.head, fmt=fmt, out=path,
                   width=args.width, height=args.height, scale=args.scale)
 
