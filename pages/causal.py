@@ -16,22 +16,24 @@ from ui import callbacks, head_view, state, views
 from ui import causal_compute as causal
 from ui import ablation, predictions
 from ui.markdown import plain
+from ui.i18n import _
 from ui.numbers import number
 
 N_LAYERS, N_HEADS = CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads
 ss = st.session_state
-st.title("Trained causal model")
-st.caption(f"A {N_LAYERS}-layer, {N_HEADS}-head, attention-only decoder (d_model = {CAUSAL_CONFIG.d_model}, "
-           f"vocabulary = token ids 0–{CAUSAL_CONFIG.vocab_size - 1}, at most {CAUSAL_CONFIG.max_positions} "
-           "positions) trained on this machine by `python -m transformer_core.models.train_causal` with the **causal mask** "
-           "on, on random tokens whose second half repeats the first. The first half cannot be predicted; the repeat "
-           "can — by an **induction head** (Olsson et al. 2022; Elhage et al. 2021). "
-           "The sidebar does not apply here.")
+st.title(_("Trained causal model"))
+st.caption(_("A {layers}-layer, {heads}-head, attention-only decoder (d_model = {d_model}, vocabulary = token ids "
+             "0–{last}, at most {positions} positions) trained on this machine by `python -m "
+             "transformer_core.models.train_causal` with the **causal mask** on, on random tokens whose second half "
+             "repeats the first. The first half cannot be predicted; the repeat can — by an **induction head** (Olsson "
+             "et al. 2022; Elhage et al. 2021). The sidebar does not apply here.").format(
+    layers=N_LAYERS, heads=N_HEADS, d_model=CAUSAL_CONFIG.d_model, last=CAUSAL_CONFIG.vocab_size - 1,
+    positions=CAUSAL_CONFIG.max_positions))
 
 try:
     log = training_log()
 except OSError as err:
-    st.error(f"The causal model's training log is missing, so this page cannot run: {plain(str(err))}",
+    st.error(_("The causal model's training log is missing, so this page cannot run: {error}").format(error=plain(str(err))),
              icon=":material/block:")
     st.stop()
 steps = log["checkpoint_steps"]
@@ -48,34 +50,34 @@ if "causal_text" not in ss:
     ss["causal_text"] = raw[:400] if raw else " ".join(map(str, causal.generate(state.value("causal_period"),
                                                                                 state.value("causal_seed"))))
 c1, c2, c3 = st.columns([1, 1, 1.2], vertical_alignment="bottom")
-c1.number_input("Period (random tokens, then repeated)", min_value=2, max_value=CAUSAL_CONFIG.max_positions // 2,
+c1.number_input(_("Period (random tokens, then repeated)"), min_value=2, max_value=CAUSAL_CONFIG.max_positions // 2,
                 key="causal_period", on_change=causal.regenerate,
-                help="How many random tokens before the sequence repeats itself; the sequence is that many twice.")
-c2.number_input("Random seed", min_value=0, max_value=99, key="causal_seed", on_change=causal.regenerate)
-c3.button("New random sequence", on_click=causal.next_seed, icon=":material/casino:")
-text = st.text_input("Sequence (token ids 0–63, separated by spaces; edit freely)", key="causal_text")
+                help=_("How many random tokens before the sequence repeats itself; the sequence is that many twice."))
+c2.number_input(_("Random seed"), min_value=0, max_value=99, key="causal_seed", on_change=causal.regenerate)
+c3.button(_("New random sequence"), on_click=causal.next_seed, icon=":material/casino:")
+text = st.text_input(_("Sequence (token ids 0–63, separated by spaces; edit freely)"), key="causal_text")
 try:
     ids = parse_tokens(text)
 except ValueError as err:
-    st.warning(f"Nothing to show: {plain(str(err))}.", icon=":material/warning:")
+    st.warning(_("Nothing to show: {error}.").format(error=plain(str(err))), icon=":material/warning:")
     st.stop()
 if not ids:
-    st.info("Type some token ids or press **New random sequence**.", icon=":material/edit:")
+    st.info(_("Type some token ids or press **New random sequence**."), icon=":material/edit:")
     st.stop()
 if len(ids) > CAUSAL_CONFIG.max_positions:
-    st.info(f"The model has {CAUSAL_CONFIG.max_positions} positions: the sequence is cut to its first "
-            f"{CAUSAL_CONFIG.max_positions} tokens.", icon=":material/content_cut:")
+    st.info(_("The model has {n} positions: the sequence is cut to its first {n} tokens.").format(
+        n=CAUSAL_CONFIG.max_positions), icon=":material/content_cut:")
     ids = ids[:CAUSAL_CONFIG.max_positions]
 if st.query_params.get("seq") != " ".join(map(str, ids)):
     st.query_params["seq"] = " ".join(map(str, ids))
 period = causal.detect_period(ids)
 
 s1, s2 = st.columns([3, 1.3], vertical_alignment="bottom")
-step = s1.select_slider("Training checkpoint (step)", options=steps, key="causal_step",
-                        help="The weights saved at this training step. The induction bump — the sudden drop of the "
-                             "loss — happens between steps 300 and 800.")
-mask_on = s2.toggle("Mask the future (as trained)", key="causal_mask",
-                    help="The model was trained with it. Off: every query may also read the tokens after it.")
+step = s1.select_slider(_("Training checkpoint (step)"), options=steps, key="causal_step",
+                        help=_("The weights saved at this training step. The induction bump — the sudden drop of the "
+                               "loss — happens between steps 300 and 800."))
+mask_on = s2.toggle(_("Mask the future (as trained)"), key="causal_mask",
+                    help=_("The model was trained with it. Off: every query may also read the tokens after it."))
 st.plotly_chart(causal.loss_curve(step), key="causal_loss_curve",
                 config=figures.chart_config("causal_loss_curve"))
 
@@ -83,80 +85,83 @@ try:
     trace = causal.causal_trace(tuple(ids), step, mask_on)
     reference = trace if mask_on else causal.causal_trace(tuple(ids), step, True)
 except CausalUnavailable as err:
-    st.error(f"The trained causal model is not available, so this page cannot run: {plain(str(err))}",
-             icon=":material/block:")
-    st.caption("The other pages do not use it and keep working.")
+    st.error(_("The trained causal model is not available, so this page cannot run: {error}").format(
+        error=plain(str(err))), icon=":material/block:")
+    st.caption(_("The other pages do not use it and keep working."))
     st.stop()
 
 # ------------------------------------------------------------------ what the loss says
 loss, ref_loss = causal.loss_summary(trace, period), causal.loss_summary(reference, period)
 if len(ids) == 1:
-    st.markdown("**One token: there is no next token to predict**, so there is no loss and no head score on this "
-                "sequence (their cells stay empty); the figures show the token attending to itself. Type more ids.")
+    st.markdown(_("**One token: there is no next token to predict**, so there is no loss and no head score on this "
+                  "sequence (their cells stay empty); the figures show the token attending to itself. Type more ids."))
 elif period == 1:
-    st.markdown(f"**A period of 1: every token repeats the one before**, so every prediction is a repeat. Loss "
-                f"predicting each next token: **{number(loss['repeat'])}** nats (chance = ln 64 = 4.16), at step {step}.")
+    st.markdown(_("**A period of 1: every token repeats the one before**, so every prediction is a repeat. Loss "
+                  "predicting each next token: **{loss}** nats (chance = ln 64 = 4.16), at step {step}.").format(
+        loss=number(loss["repeat"]), step=step))
 elif period is not None and "repeat" in loss:
-    st.markdown(f"**Period {period}** (the sequence repeats after {period} tokens). Loss predicting each next token: "
-                f"**{number(loss['first'])}** nats on the first period (chance = ln 64 = 4.16), "
-                f"**{number(loss['repeat'])}** on the repeat, at step {step}.")
+    st.markdown(_("**Period {period}** (the sequence repeats after {period} tokens). Loss predicting each next token: "
+                  "**{first}** nats on the first period (chance = ln 64 = 4.16), **{repeat}** on the repeat, at step "
+                  "{step}.").format(period=period, first=number(loss["first"]), repeat=number(loss["repeat"]),
+                                    step=step))
 else:
-    st.markdown(f"This sequence does not repeat itself, so there is nothing for an induction head to copy. "
-                f"Mean loss {number(loss['all'])} nats (chance = ln 64 = 4.16).")
+    st.markdown(_("This sequence does not repeat itself, so there is nothing for an induction head to copy. Mean loss "
+                  "{loss} nats (chance = ln 64 = 4.16).").format(loss=number(loss["all"])))
 if not mask_on:
     share = causal.future_share(trace)
     compared = "" if len(ids) == 1 else (
-        f"Loss on this sequence: **{number(loss['all'])}** nats without the mask vs **{number(ref_loss['all'])}** "
-        "with it" + (f" (repeat: {number(loss['repeat'])} vs {number(ref_loss['repeat'])})" if "repeat" in loss
-                     else "")
-        + ". " + ("Lower: a query can now read the very token it must predict — cheating, which a language "
-                  "model generating text cannot do (the future does not exist yet)."
-                  if loss["all"] < ref_loss["all"] else
-                  "Higher: the heads were never trained to ignore the future, so their patterns smear over "
-                  "tokens they do not understand, and the induction heads lose their stripe."))
-    st.warning(f"**Causal mask off** on a model trained with it: queries now give {number(share, '.0%')} of their "
-               f"attention (mean over layers, heads and queries) to tokens *after* them, which training never "
-               f"allowed. {compared}", icon=":material/visibility:")
+        _("Loss on this sequence: **{off}** nats without the mask vs **{on}** with it").format(
+            off=number(loss["all"]), on=number(ref_loss["all"]))
+        + (_(" (repeat: {off} vs {on})").format(off=number(loss["repeat"]), on=number(ref_loss["repeat"]))
+           if "repeat" in loss else "")
+        + _(". ") + (_("Lower: a query can now read the very token it must predict — cheating, which a language "
+                       "model generating text cannot do (the future does not exist yet).")
+                     if loss["all"] < ref_loss["all"] else
+                     _("Higher: the heads were never trained to ignore the future, so their patterns smear over "
+                       "tokens they do not understand, and the induction heads lose their stripe.")))
+    st.warning(_("**Causal mask off** on a model trained with it: queries now give {share} of their attention (mean "
+                 "over layers, heads and queries) to tokens *after* them, which training never allowed. {compared}")
+               .format(share=number(share, ".0%"), compared=compared), icon=":material/visibility:")
 
 # ------------------------------------------------------------------ overview
 
 
-st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** (attention weights; rows = queries, columns = keys). "
-            "Look for the **previous-token head** (the diagonal just below the main one) in layer 0 and the "
-            "**induction stripe** (a diagonal offset by the period, in the second half) in layer 1. "
-            "**Click a tile's centre** to open that head below.")
+st.markdown(_("**All {layers} layers × {heads} heads** (attention weights; rows = queries, columns = keys). Look for "
+              "the **previous-token head** (the diagonal just below the main one) in layer 0 and the **induction "
+              "stripe** (a diagonal offset by the period, in the second half) in layer 1. **Click a tile's centre** "
+              "to open that head below.").format(layers=N_LAYERS, heads=N_HEADS))
 st.plotly_chart(overview_figure(trace, 0, height=380), key="causal_overview",
                 on_select=partial(callbacks.open_tile, "causal_overview", "causal_layer", "causal_head", N_HEADS),
                 selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
 
 # ------------------------------------------------------------------ head scores
-st.subheader("Head scores")
+st.subheader(_("Head scores"))
 seq = causal.sequence_scores(trace, period)
 held = log["scores"][str(step)]
-rows = [{"layer": layer, "head": head,
-         "previous-token (held out)": held["previous_token"][layer][head],
-         "induction (held out)": held["induction"][layer][head],
-         "previous-token (this sequence)": seq["previous_token"][layer][head],
-         "induction (this sequence)": seq["induction"][layer][head]}
+rows = [{_("layer"): layer, _("head"): head,
+         _("previous-token (held out)"): held["previous_token"][layer][head],
+         _("induction (held out)"): held["induction"][layer][head],
+         _("previous-token (this sequence)"): seq["previous_token"][layer][head],
+         _("induction (this sequence)"): seq["induction"][layer][head]}
         for layer in range(N_LAYERS) for head in range(N_HEADS)]
 score_col = dict(format="%.2f", min_value=0.0, max_value=1.0)
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="causal_scores", column_config={
-    name: st.column_config.ProgressColumn(name, **score_col) for name in rows[0] if name not in ("layer", "head")})
-st.caption("**Previous-token score**: mean weight on key = query − 1. **Induction score**: mean weight, over the "
-           "second period's queries, on the token *after* the previous occurrence of the current token "
-           "(key = query − "
-           "period + 1). Held out = 64 random sequences of period 24 repeated once (seed 12345, never seen in "
-           f"training), checkpoint {step}; held-out loss there: {number(held['loss']['first'], '.2f')} nats on the first period, "
-           f"{number(held['loss']['repeat'], '.2f')} on the repeat.")
+    name: st.column_config.ProgressColumn(name, **score_col) for name in rows[0] if name not in (_("layer"), _("head"))})
+st.caption(_("**Previous-token score**: mean weight on key = query − 1. **Induction score**: mean weight, over the "
+             "second period's queries, on the token *after* the previous occurrence of the current token (key = query "
+             "− period + 1). Held out = 64 random sequences of period 24 repeated once (seed 12345, never seen in "
+             "training), checkpoint {step}; held-out loss there: {first} nats on the first period, {repeat} on the "
+             "repeat.").format(step=step, first=number(held["loss"]["first"], ".2f"),
+                               repeat=number(held["loss"]["repeat"], ".2f")))
 
 # ------------------------------------------------------------------ one head, every stage
-st.subheader("One head, stage by stage")
-stage, _, layer, head, fixed, all_large = head_view.controls(N_HEADS, "causal_", n_layers=N_LAYERS)
+st.subheader(_("One head, stage by stage"))
+stage, _batch, layer, head, fixed, all_large = head_view.controls(N_HEADS, "causal_", n_layers=N_LAYERS)
 head_view.show(trace, batch=0, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
-               key_prefix="causal_", title_prefix=f"step {step} · layer {layer} · ")
+               key_prefix="causal_", title_prefix=_("step {step} · layer {layer} · ").format(step=step, layer=layer))
 
-with st.expander("Downloads: CSV, JSON, offline HTML", icon=":material/download:"):
+with st.expander(_("Downloads: CSV, JSON, offline HTML"), icon=":material/download:"):
     views.stage_csv(trace, stage, batch=0, layer=layer, key_prefix="causal_")
     views.trace_downloads(trace, batch=0, stages=("masked_scores", "weights"), layer=layer, key_prefix="causal_")
 

@@ -6,23 +6,24 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 import streamlit as st
 
 from ui import compute, head_view, state, views
+from ui.i18n import _
 
 settings = state.current()
-st.title("Attention Explorer")
+st.title(_("Attention Explorer"))
 settings = compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
-st.markdown(
+st.markdown(_(
     "Each token's new vector is a **weighted mix of all tokens**: a row is a query, a column a key, a row's "
     "weights add up to 1. **Try first:** turn on the **Causal mask** (sidebar), then change **n_heads**. "
-    "Then see [trained heads](/minilm), [masks](/masks_lab) and [the whole block](/pipeline).")
+    "Then see [trained heads](/minilm), [masks](/masks_lab) and [the whole block](/pipeline)."))
 
 if not settings.sentences:
-    st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
+    st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 STAGES = ("scores", "masked_scores", "weights", "context")
 main, extras = st.container(), st.container()  # figures first; tables, downloads and uploads below them
 with extras:
     st.divider()
-    box = st.expander("Tokens, downloads and reopening a saved trace", icon=":material/table:")
+    box = st.expander(_("Tokens, downloads and reopening a saved trace"), icon=":material/table:")
 tables = box.container()
 with box:
     trace = views.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
@@ -30,14 +31,14 @@ if trace is None:
     try:
         trace = compute.toy_trace(settings)
     except ValueError as err:
-        main.warning(f"Nothing to show: {err}.", icon=":material/warning:")
+        main.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
         st.stop()
 
 with main:
     sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]
-    stage, batch, _, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences)
+    stage, batch, _layer, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences)
     if trace.lengths[batch] == 0:
-        st.warning("This sentence has no tokens: every position is padding.", icon=":material/warning:")
+        st.warning(_("This sentence has no tokens: every position is padding."), icon=":material/warning:")
     head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
                    key_prefix="explorer_")
 with tables:

@@ -14,31 +14,34 @@ from ui import callbacks, compute, state
 from ui import lesson_panels as L
 from ui.labels import sentence_label
 from ui.markdown import plain
+from ui.i18n import N_, _, tabs as translated_tabs
 from ui.numbers import number
 
 PAGE = "masks_lab"
 settings = state.current()
-st.title("Masks lab")
+st.title(_("Masks lab"))
 settings = compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
 L.prose(PAGE, "intro")
 if not settings.sentences:
-    st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
+    st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 pair, added = L.lab_sentences(settings)
 if added:
     L.prose(PAGE, "one-sentence")
 if len(settings.sentences) > 2:
-    st.info(f"This page uses the first two sentences; the other {len(settings.sentences) - 2} are not shown here.",
+    st.info(_("This page uses the first two sentences; the other {n} are not shown here.").format(
+        n=len(settings.sentences) - 2),
             icon=":material/info:")
 try:
     trace = L.lab_trace(settings)
 except ValueError as err:
-    st.warning(f"Nothing to show: {err}.", icon=":material/warning:")
+    st.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
     st.stop()
 
-st.dataframe(pd.DataFrame(trace.tokens, index=[f"sentence {b}" for b in range(len(pair))]), width="stretch")
+st.dataframe(pd.DataFrame(trace.tokens, index=[_("sentence {b}").format(b=b) for b in range(len(pair))]),
+             width="stretch")
 if any(trace.truncated):
-    st.info(f"Sentences are cut to {L.LESSON_TOKENS} tokens on this page.", icon=":material/content_cut:")
+    st.info(_("Sentences are cut to {n} tokens on this page.").format(n=L.LESSON_TOKENS), icon=":material/content_cut:")
 left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
 state.bind_url("masks_batch", "sentence", range(len(pair)), shorter,  # labels: as the picker's below
@@ -46,52 +49,54 @@ state.bind_url("masks_batch", "sentence", range(len(pair)), shorter,  # labels: 
 state.bind_url("masks_head", "head", range(settings.n_heads), 0)
 # formatters from ui.callbacks, never a page lambda (it would keep this run alive)
 sentence_labels = tuple(sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths)))
-batch = left.selectbox("Sentence", range(len(pair)), key="masks_batch",
+batch = left.selectbox(_("Sentence"), range(len(pair)), key="masks_batch",
                        format_func=partial(callbacks.label_of, sentence_labels))
-head = right.selectbox("Head", range(settings.n_heads), key="masks_head",
-                       help="Which head's scores to mask (the sidebar's n_heads sets how many there are).")
+head = right.selectbox(_("Head"), range(settings.n_heads), key="masks_head",
+                       help=_("Which head's scores to mask (the sidebar's n_heads sets how many there are)."))
 tokens, length = trace.tokens[batch], trace.lengths[batch]
 rows, n = L.labels(tokens), len(tokens)
 # One section at a time (lazy: only the open tab runs and is drawn), its name in the URL as ?section=…
-tabs = st.tabs(["Causal and padding", "Two conventions", "Cached prefix", "Keys vs queries", "Dropout"],
-               key="section", bind="query-params")
+# (translated labels; the open tab survives a language switch and its English name is the URL's: ui/i18n.tabs)
+tabs = translated_tabs([N_("Causal and padding"), N_("Two conventions"), N_("Cached prefix"), N_("Keys vs queries"),
+                        N_("Dropout")], key="section", url="section")
 
 # 1 · causal, padding, both ------------------------------------------------------------------------
 with tabs[0]:
     if tabs[0].open:
-        st.header("1 · Causal, padding, and both")
+        st.header("1 · " + _("Causal, padding, and both"))
         L.prose(PAGE, "gallery")
         if length == n:
-            st.info("This sentence is the longest of the two, so it has no [PAD]: pick the other sentence to see "
-                    "the padding mask hide something.", icon=":material/info:")
+            st.info(_("This sentence is the longest of the two, so it has no [PAD]: pick the other sentence to see "
+                      "the padding mask hide something."), icon=":material/info:")
         gallery = L.mask_gallery(settings, batch, head)
-        kinds = {"causal": "Causal mask", "padding": "Padding mask", "both": "Causal AND padding"}
+        kinds = {"causal": _("Causal mask"), "padding": _("Padding mask"), "both": _("Causal AND padding")}
         state.bind_url("masks_kind", "mask", list(kinds), "causal")
-        kind = st.segmented_control("Mask", list(kinds), key="masks_kind", format_func=kinds.get, required=True)
+        kind = st.segmented_control(_("Mask"), list(kinds), key="masks_kind", format_func=kinds.get, required=True)
         title, g = kinds[kind], gallery[kind]
         L.prose(PAGE, f"gallery-{kind}")
         # one colour range for the three masks, so switching between them compares like with like
         bound = max(float(np.abs(x["masked"][x["mask"]]).max(initial=0)) for x in gallery.values()) or 1.0
         top = max(float(x["weights"][x["mask"]].max(initial=0)) for x in gallery.values()) or 1.0
         cols = st.columns(3)
-        L.chart(L.mask_figure(g["mask"], rows, rows, f"{title} (True = may attend)", section=kind),
+        L.chart(L.mask_figure(g["mask"], rows, rows, title + _(" (True = may attend)"), section=kind),
                 f"masks_{kind}_mask", cols[0], f"{kind}_mask")
-        L.chart(L.pattern_figure(g["masked"], rows, rows, "Masked scores (blocked = blank = −∞)", visible=g["mask"],
+        L.chart(L.pattern_figure(g["masked"], rows, rows, _("Masked scores (blocked = blank = −∞)"),
+                                 visible=g["mask"],
                                  signed=True, zrange=(-bound, bound), section=kind), f"masks_{kind}_masked", cols[1],
                 f"{kind}_masked_scores")
-        L.chart(L.pattern_figure(g["weights"], rows, rows, "Weights = softmax by row", visible=g["mask"],
+        L.chart(L.pattern_figure(g["weights"], rows, rows, _("Weights = softmax by row"), visible=g["mask"],
                                  zrange=(0.0, top), section=kind), f"masks_{kind}_weights", cols[2], f"{kind}_weights")
-        st.caption(f"Causal, padding and both share one colour range (switch between them to compare): "
-                   f"scores −{number(bound, '.3g')} … {number(bound, '.3g')}, weights 0 … {number(top, '.3g')}.")
+        st.caption(_("Causal, padding and both share one colour range (switch between them to compare): scores "
+                     "−{bound} … {bound}, weights 0 … {top}.").format(bound=number(bound, ".3g"), top=number(top, ".3g")))
 
 # 2 · two conventions from the seeds ----------------------------------------------------------------
 with tabs[1]:
     if tabs[1].open:
-        st.header("2 · The seeds' two conventions")
+        st.header("2 · " + _("The seeds' two conventions"))
         L.prose(PAGE, "conventions")
         state.bind_url("masks_empty_row", "row", range(n), 0, labels=[f"{i}: {t}" for i, t in enumerate(tokens)])
         row_labels = tuple(f"{i}: {t}" for i, t in enumerate(tokens))
-        empty_row = st.selectbox("Query row whose every key we block (a row with no visible key)", range(n),
+        empty_row = st.selectbox(_("Query row whose every key we block (a row with no visible key)"), range(n),
                                  key="masks_empty_row", format_func=partial(callbacks.label_of, row_labels))
         conv = L.conventions(settings, batch, head, empty_row)
         cols = st.columns(3)
@@ -100,104 +105,116 @@ with tabs[1]:
         top = max(float(np.nan_to_num(conv["weights"][r][conv["mask"]], nan=0).max(initial=0))
                   for r in conv["weights"]) or 1.0
         for col, name, title in zip(cols, ("seed 000", "seed 001", "ours"),
-                                    ("seed 000: mask == 0 → −inf", "seed 001: True → −1e9", "ours: True = may attend, −inf")):
+                                    (_("seed 000: mask == 0 → −inf"), _("seed 001: True → −1e9"),
+                                     _("ours: True = may attend, −inf"))):
             L.chart(L.pattern_figure(conv["weights"][name], rows, rows, title, visible=shown,
                                      empty_rows=~conv["ordinary"], section="conventions", recipe=name,
                                      zrange=(0.0, top),
-                                     empty_note={"seed 000": "no visible key: softmax gave NaN (blank)"}.get(
-                                         name, "no visible key: weights 0")), f"masks_conv_{name.replace(' ', '')}", col, f"weights_{name.replace(' ', '')}")
+                                     empty_note=_("no visible key: softmax gave NaN (blank)") if name == "seed 000"
+                                     else _("no visible key: weights 0")), f"masks_conv_{name.replace(' ', '')}", col, f"weights_{name.replace(' ', '')}")
         d = conv["diffs"]
-        st.markdown(f"**Ordinary rows** (every row with a visible key) — max |seed 000 − seed 001| = `{number(d[('seed 000', 'seed 001')], '.3g')}`, "
-                    f"max |seed 000 − ours| = `{number(d[('seed 000', 'ours')], '.3g')}`, max |seed 001 − ours| = `{number(d[('seed 001', 'ours')], '.3g')}`.")
-        st.markdown(f"**Row {empty_row} ({plain(tokens[empty_row])}), no visible key** — masked scores and weights as each recipe computes them:")
+        st.markdown(_("**Ordinary rows** (every row with a visible key) — max |seed 000 − seed 001| = `{a}`, max |seed 000 − "
+                      "ours| = `{b}`, max |seed 001 − ours| = `{c}`.").format(
+            a=number(d[("seed 000", "seed 001")], ".3g"), b=number(d[("seed 000", "ours")], ".3g"),
+            c=number(d[("seed 001", "ours")], ".3g")))
+        st.markdown(_("**Row {row} ({token}), no visible key** — masked scores and weights as each recipe computes them:")
+                    .format(row=empty_row, token=plain(tokens[empty_row])))
         recipes = ("seed 000", "seed 001", "ours")
         table = pd.concat([L.text_table(np.stack([conv["masked"][r][empty_row] for r in recipes]),
-                                        [f"{r} · masked score" for r in recipes], L.plain_labels(tokens), 3),
+                                        [f"{r} · {_('masked score')}" for r in recipes], L.plain_labels(tokens), 3),
                            L.text_table(np.stack([conv["weights"][r][empty_row] for r in recipes]),
-                                        [f"{r} · weight" for r in recipes], L.plain_labels(tokens))])
+                                        [f"{r} · {_('weight')}" for r in recipes], L.plain_labels(tokens))])
         st.dataframe(table, width="stretch", key="masks_conv_table")
         L.prose(PAGE, "conventions-after")
 
-        st.subheader("In float16")
+        st.subheader(_("In float16"))
         L.prose(PAGE, "float16")
         facts = "\n".join(f"{expr:<42} → {value}" for expr, value in conv["facts"].items())
         tries = "\n".join(f"mask_scores(scores.half(), mask, {fill})\n    → {what}" for fill, what in conv["half"].items())
         st.code(facts + "\n\n" + tries, language=None, wrap_lines=True)
         ok, text = conv["module"]
-        st.markdown(f"Our `MultiHeadAttention(fill_value=-1e9).half()` on this sentence length: **{'runs' if ok else 'fails'}** — {text}.")
+        st.markdown(_("Our `MultiHeadAttention(fill_value=-1e9).half()` on this sentence length: **{result}** — {text}.")
+                    .format(result=_("runs") if ok else _("fails"), text=text))
         L.prose(PAGE, "float16-after")
 
 # 3 · causal with a cached prefix --------------------------------------------------------------------
 with tabs[2]:
     if tabs[2].open:
-        st.header("3 · Causal masking with fewer queries than keys")
+        st.header("3 · " + _("Causal masking with fewer queries than keys"))
         L.prose(PAGE, "prefix")
         if length < 2:
-            st.info("This needs a sentence of at least two tokens.", icon=":material/info:")
+            st.info(_("This needs a sentence of at least two tokens."), icon=":material/info:")
         else:
             state.bind_url("masks_n_new", "new", range(1, length), 1)
-            n_new = (st.slider("New tokens (queries) against the cached sentence", 1, length - 1, key="masks_n_new")
+            n_new = (st.slider(_("New tokens (queries) against the cached sentence"), 1, length - 1, key="masks_n_new")
                      if length > 2 else 1)
             pre = L.prefix(settings, batch, head, n_new)
             q_rows, k_cols = L.labels(tokens[:length])[length - n_new:], L.labels(tokens[:length])
             cols = st.columns(3)
-            L.chart(L.mask_figure(pre["full"], k_cols, k_cols, "full sentence: square causal mask", section="prefix",
+            L.chart(L.mask_figure(pre["full"], k_cols, k_cols, _("full sentence: square causal mask"), section="prefix",
                                   align="full"), "masks_prefix_full", cols[2], "prefix_full")
-            cols[2].markdown("the answer: its last row" if n_new == 1 else f"the answer: its last {n_new} rows")
+            cols[2].markdown(_("the answer: its last row") if n_new == 1 else _("the answer: its last {n} rows").format(n=n_new))
             for col, name, title in zip(cols, ("top-left", "bottom-right"),
-                                        ("top-left: torch is_causal=True (tril)", "bottom-right: causal_mask(n_query, n_key)")):
+                                        (_("top-left: torch is_causal=True (tril)"),
+                                         _("bottom-right: causal_mask(n_query, n_key)"))):
                 L.chart(L.mask_figure(pre["masks"][name], q_rows, k_cols, title, section="prefix", align=name),
                         f"masks_prefix_{name}", col, f"prefix_{name}")
-                col.markdown(f"max |weights − full-sentence causal weights| = `{number(pre['max_diff'][name], '.3g')}`")
-            st.markdown(f"With as many queries as keys ({length} × {length}) the two alignments are "
-                        f"**{'the same' if pre['square_equal'] else 'different'}** (compared live).")
+                col.markdown(_("max |weights − full-sentence causal weights| = `{diff}`").format(
+                    diff=number(pre["max_diff"][name], ".3g")))
+            st.markdown(_("With as many queries as keys ({n} × {n}) the two alignments are **{verdict}** (compared live).")
+                        .format(n=length, verdict=_("the same") if pre["square_equal"] else _("different")))
             L.prose(PAGE, "prefix-after")
 
 # 4 · padding on keys vs queries ---------------------------------------------------------------------
 with tabs[3]:
     if tabs[3].open:
-        st.header("4 · Padding: hide keys, not queries")
+        st.header("4 · " + _("Padding: hide keys, not queries"))
         L.prose(PAGE, "keys-queries")
         kq = L.keys_vs_queries(settings, batch, head)
         top = max(float(v["weights"][v["mask"]].max(initial=0)) for v in kq.values()) or 1.0  # one range for all
         cols = st.columns(3)
+        variant_names = {"keys": _("keys"), "queries": _("queries"), "keys and queries": _("keys and queries")}
         for col, name in zip(cols, kq):
             v = kq[name]
-            L.chart(L.mask_figure(v["mask"], rows, rows, f"[PAD] hidden on {name}", section="keys-queries", variant=name),
+            L.chart(L.mask_figure(v["mask"], rows, rows, _("[PAD] hidden on {what}").format(what=variant_names.get(name, name)),
+                                  section="keys-queries", variant=name),
                     f"masks_kq_mask_{name.replace(' ', '_')}", col, "mask")
-            L.chart(L.pattern_figure(v["weights"], rows, rows, "weights (ours)", visible=v["mask"], section="keys-queries",
+            L.chart(L.pattern_figure(v["weights"], rows, rows, _("weights (ours)"), visible=v["mask"],
+                                     section="keys-queries",
                                      variant=name, zrange=(0.0, top)), f"masks_kq_weights_{name.replace(' ', '_')}", col, "weights")
-        summary = pd.DataFrame({name: {"largest weight a real query puts on [PAD] keys": L.fmt(v["pad_weight"]),
-                                       "rows with no visible key": str(v["empty_rows"]),
-                                       "real rows: max |Δ| vs keys-only": L.fmt(v["real_rows_diff"]),
-                                       "rows that are NaN with seed 000 (−inf)": str(v["nan_rows"])}
-                                for name, v in kq.items()})
+        summary = pd.DataFrame({variant_names.get(name, name): {
+            _("largest weight a real query puts on [PAD] keys"): L.fmt(v["pad_weight"]),
+            _("rows with no visible key"): str(v["empty_rows"]),
+            _("real rows: max |Δ| vs keys-only"): L.fmt(v["real_rows_diff"]),
+            _("rows that are NaN with seed 000 (−inf)"): str(v["nan_rows"])} for name, v in kq.items()})
         st.dataframe(summary, width="stretch", key="masks_kq_table")
         L.prose(PAGE, "keys-queries-after")
 
 # 5 · dropout ---------------------------------------------------------------------------------------
 with tabs[4]:
     if tabs[4].open:
-        st.header("5 · Dropout on the weights (training only)")
+        st.header("5 · " + _("Dropout on the weights (training only)"))
         L.prose(PAGE, "dropout")
         c1, c2, c3 = st.columns(3)
         state.bind_url("masks_training", "train", (False, True), False, to_text=lambda v: "1" if v else "0")
         state.bind_url("masks_dropout_p", "p", [round(0.05 * i, 2) for i in range(19)], 0.3)
         state.bind_url("masks_dropout_seed", "draw", range(10_001), 0)
-        training = c1.toggle("Training mode", key="masks_training")
-        p = c2.slider("Dropout p", 0.0, 0.9, step=0.05, key="masks_dropout_p")
-        dseed = c3.number_input("Dropout draw (seed)", 0, 10_000, key="masks_dropout_seed")
+        training = c1.toggle(_("Training mode"), key="masks_training")
+        p = c2.slider(_("Dropout p"), 0.0, 0.9, step=0.05, key="masks_dropout_p")
+        dseed = c3.number_input(_("Dropout draw (seed)"), 0, 10_000, key="masks_dropout_seed")
         drop = L.dropout_lab(settings, batch, head, training, float(p), int(dseed))
         top = float(max(drop["before"][drop["visible"]].max(initial=0), drop["after"][drop["visible"]].max(initial=0))) or 1.0
         cols = st.columns([2, 2, 1])
-        L.chart(L.pattern_figure(drop["before"], rows, rows, "weights (before dropout)", visible=drop["visible"],
+        L.chart(L.pattern_figure(drop["before"], rows, rows, _("weights (before dropout)"), visible=drop["visible"],
                                  zrange=(0.0, top), section="dropout", which="before"), "masks_drop_before", cols[0], "weights")
-        after_title = (f"after dropout (p = {number(p, '.2f')}, train mode)" if training and p > 0
-                       else "after dropout: eval mode, dropout is the identity" if not training else "after dropout: p = 0")
+        after_title = (_("after dropout (p = {p}, train mode)").format(p=number(p, ".2f")) if training and p > 0
+                       else _("after dropout: eval mode, dropout is the identity") if not training
+                       else _("after dropout: p = 0"))
         L.chart(L.pattern_figure(drop["after"], rows, rows, after_title, visible=drop["visible"], zrange=(0.0, top),
                                  section="dropout", which="after", training=training), "masks_drop_after", cols[1], "dropped")
-        cols[2].dataframe(pd.DataFrame({"before": [L.fmt(s) for s in drop["sum_before"]],
-                                        "after": [L.fmt(s) for s in drop["sum_after"]]}, index=L.plain_labels(tokens)),
+        cols[2].dataframe(pd.DataFrame({_("before"): [L.fmt(s) for s in drop["sum_before"]],
+                                        _("after"): [L.fmt(s) for s in drop["sum_after"]]}, index=L.plain_labels(tokens)),
                           key="masks_drop_sums")
-        cols[2].caption(f"Row sums. Cells zeroed by dropout: {drop['zeroed']} of {drop['kept']} non-zero weights.")
+        cols[2].caption(_("Row sums. Cells zeroed by dropout: {zeroed} of {kept} non-zero weights.").format(
+            zeroed=drop["zeroed"], kept=drop["kept"]))
         L.prose(PAGE, "dropout-after")

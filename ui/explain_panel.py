@@ -15,6 +15,8 @@ from transformer_core.analysis.explain import TOLERANCE, explain_cell
 from transformer_core.records.trace import Trace
 
 from .markdown import plain
+from . import tutorial_lines
+from .i18n import N_, _, tabs as translated_tabs
 from .numbers import number
 from .state import bind_url
 
@@ -35,6 +37,23 @@ def _num(x: float) -> str:
     return number(x, ".4f")  # −∞ for a blocked score, — for a row with no visible key (ui/numbers.py)
 
 
+def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int) -> None:
+    """The answer for the chosen cell in two short lines, placed beside (or above) the focused heatmap so a click's
+    answer is in view at 1280×720: the score, the weight and the row's softmax; the steps follow in :func:`show`."""
+    e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
+    tokens = trace.tokens[batch]
+    cell = _("Query {q} → key {k}").format(q=plain(f"{query}: {tokens[query]}"), k=plain(f"{key}: {tokens[key]}"))
+    if e.empty_row:
+        body = _("no visible key in this row: every weight is 0.")
+    elif not e.visible:
+        body = _("score {s} is masked ({why}): weight **0**.").format(s=_num(e.score), why=plain(e.why))
+    else:
+        body = _("score **{s}** → weight **{w}** = e^(s − m) / Σ = {num} / {den} over the row's {n} visible keys.").format(
+            s=_num(e.score), w=_num(e.weight), num=_num(e.exps[key]), den=_num(e.exp_sum), n=int(e.row_visible.sum()))
+    st.markdown(f"**{cell}** {_('(outlined)')}: {body}  \n" + _("Step by step below: **Explain this number**."),
+                help=_("Click a cell of the large heatmap (up to 32 tokens) or pick the query and key below."))
+
+
 def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) -> None:
     """The panel for the cell chosen in the URL or the pickers (query and key of sentence ``batch``)."""
     tokens = trace.tokens[batch]
@@ -43,65 +62,78 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     options = [f"{i}: {t}" for i, t in enumerate(tokens)]
     bind_url(q_key, "q", range(n), 0, labels=options)
     bind_url(k_key, "k", range(n), 0, labels=options)
-    st.markdown(f"#### Explain this number · head {head}" + (f", layer {layer}" if trace.n_layers > 1 or layer else ""))
+    st.markdown("#### " + _("Explain this number · head {head}").format(head=head)
+                + (_(", layer {layer}").format(layer=layer) if trace.n_layers > 1 or layer else ""))
     left, right, note = st.columns([1, 1, 2], vertical_alignment="bottom")
-    query = left.selectbox("Query (row)", range(n), key=q_key, format_func=options.__getitem__)
-    key = right.selectbox("Key (column)", range(n), key=k_key, format_func=options.__getitem__)
-    note.caption("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
-                 "this very number.")
+    query = left.selectbox(_("Query (row)"), range(n), key=q_key, format_func=options.__getitem__)
+    key = right.selectbox(_("Key (column)"), range(n), key=k_key, format_func=options.__getitem__)
+    note.caption(_("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
+                   "this very number."))
     e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
     qi, kj = plain(f"{query}: {tokens[query]}"), plain(f"{key}: {tokens[key]}")  # user text: never Markdown
-    score, mask, soft, ctx = st.tabs(["1 · Score", "2 · Mask", "3 · Softmax", "4 · Context"])
+    # keyed tabs (lazy; the open one survives a language switch), names translated
+    score, mask, soft, ctx = translated_tabs([N_("Score"), N_("Mask"), N_("Softmax"), N_("Context")],
+                                             key=f"{key_prefix}explain_step",
+                                             format_label=lambda i, label: f"{i + 1} · {label}")
     with score:
+        tutorial_lines.show("scores")
         st.latex(rf"s_{{{query},{key}}} = \frac{{q_{{{query}}} \cdot k_{{{key}}}}}{{\sqrt{{d_k}}}}"
                  rf" = \frac{{{number(e.dot, '.4f')}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{number(e.dot, '.4f')}}}{{{number(e.scale, '.4f')}}} = {number(e.score, '.4f')}")
         # one row per dimension (reads down, never sideways at d_k = 64); text, not a Styler (cheap to send)
         qk = pd.DataFrame({f"q ({query}: {tokens[query]})": e.q, f"k ({key}: {tokens[key]})": e.k, "q × k": e.products},
                           index=[f"d{d}" for d in range(e.d_k)])
         st.dataframe(qk.map(lambda v: f"{number(v, '.4f')}"), key=f"{key_prefix}explain_qk", height=min(320, 38 + 35 * e.d_k))
-        st.caption(f"Sum of the {e.d_k} products = {number(e.dot, '.4f')}; divided by √{e.d_k} = {number(e.scale, '.4f')}. "
-                   f"The raw-scores figure shows {number(e.captured_score, '.4f')}.")
+        st.caption(_("Sum of the {d_k} products = {dot}; divided by √{d_k} = {scale}. The raw-scores figure shows "
+                     "{captured}.").format(d_k=e.d_k, dot=number(e.dot, ".4f"), scale=number(e.scale, ".4f"),
+                                           captured=number(e.captured_score, ".4f")))
     with mask:
+        tutorial_lines.show("masked_scores")
         if e.visible:
-            st.markdown(f"Query {qi} **may attend** to key {kj}: the score stays {number(e.score, '.4f')}.")
+            st.markdown(_("Query {q} **may attend** to key {k}: the score stays {score}.").format(
+                q=qi, k=kj, score=number(e.score, ".4f")))
         else:
-            st.markdown(f"Query {qi} **may not attend** to key {kj} ({e.why.removeprefix('blocked — ')}): the "
-                        "masked score is **−∞**, so its weight is exactly 0.")
-        st.caption(f"Mask convention: True = may attend. This row sees {int(e.row_visible.sum())} of {n} keys.")
+            st.markdown(_("Query {q} **may not attend** to key {k} ({why}): the masked score is **−∞**, so its weight "
+                          "is exactly 0.").format(q=qi, k=kj, why=e.why.removeprefix(_("blocked — "))))
+        st.caption(_("Mask convention: True = may attend. This row sees {seen} of {n} keys.").format(
+            seen=int(e.row_visible.sum()), n=n))
     with soft:
+        tutorial_lines.show("weights")
         if e.empty_row:
-            st.markdown(f"Query {qi} sees **no key at all**: softmax over nothing is undefined (−∞ everywhere gives "
-                        "NaN), so this app sets every weight of the row to exactly 0 and its context to 0.")
+            st.markdown(_("Query {q} sees **no key at all**: softmax over nothing is undefined (−∞ everywhere gives "
+                          "NaN), so this app sets every weight of the row to exactly 0 and its context to 0.").format(q=qi))
         else:
             st.latex(rf"w_{{{query},{key}}} = \frac{{e^{{s_{{{query},{key}}} - m}}}}{{\sum_j e^{{s_{{{query},j}} - m}}}}"
                      rf" = \frac{{{number(e.exps[key], '.4f')}}}{{{number(e.exp_sum, '.4f')}}} = {number(e.weight, '.4f')}, \quad m = {number(e.row_max, '.4f')}")
-            st.caption("m is the row's largest visible score. Subtracting it changes no weight (it cancels in the "
-                       "fraction) but keeps every exp ≤ 1, so nothing overflows.")
+            st.caption(_("m is the row's largest visible score. Subtracting it changes no weight (it cancels in the "
+                         "fraction) but keeps every exp ≤ 1, so nothing overflows."))
         rows = pd.DataFrame({
-            "key": [f"{j}: {t}" for j, t in enumerate(tokens)],
-            "visible": e.row_visible,
-            "score": [_num(s) for s in e.row_scores],
-            "masked score": [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)],
+            _("key"): [f"{j}: {t}" for j, t in enumerate(tokens)],
+            _("visible"): e.row_visible,
+            _("score"): [_num(s) for s in e.row_scores],
+            _("masked score"): [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)],
             "exp(score − m)": [f"{number(x, '.4f')}" for x in e.exps],
-            "weight": [f"{number(w, '.4f')}" for w in e.row_weights],
+            _("weight"): [f"{number(w, '.4f')}" for w in e.row_weights],
         })
         st.dataframe(rows, hide_index=True, key=f"{key_prefix}explain_row", height=min(320, 38 + 35 * n))
-        st.caption(f"Sum of exp = {number(e.exp_sum, '.4f')}; the weights add up to {number(e.row_weights.sum(), '.4f')}. "
-                   f"The weights figure shows {number(e.captured_weight, '.4f')} for this cell.")
+        st.caption(_("Sum of exp = {total}; the weights add up to {sum}. The weights figure shows {captured} for this "
+                     "cell.").format(total=number(e.exp_sum, ".4f"), sum=number(e.row_weights.sum(), ".4f"),
+                                     captured=number(e.captured_weight, ".4f")))
     with ctx:
+        tutorial_lines.show("context")
         order = np.argsort(-e.row_weights)[:TOP_KEYS]
         st.latex(rf"c_{{{query}}} = \sum_j w_{{{query},j}}\, v_j")
-        top = pd.DataFrame({"key": [f"{j}: {tokens[j]}" for j in order],
-                            "weight": [f"{number(e.row_weights[j], '.4f')}" for j in order],
-                            "‖w·v‖ (size of its share)": [f"{number(np.linalg.norm(e.contributions[j]), '.4f')}" for j in order]})
+        top = pd.DataFrame({_("key"): [f"{j}: {tokens[j]}" for j in order],
+                            _("weight"): [f"{number(e.row_weights[j], '.4f')}" for j in order],
+                            _("‖w·v‖ (size of its share)"): [f"{number(np.linalg.norm(e.contributions[j]), '.4f')}" for j in order]})
         st.dataframe(top, hide_index=True, key=f"{key_prefix}explain_top")
         shown = min(8, e.d_k)
-        st.caption(f"Context of query {qi}, first {shown} of {e.d_k} numbers: "
-                   + ", ".join(f"{number(x, '.4f')}" for x in e.context[:shown])
-                   + (" …" if e.d_k > shown else "") + ". Same as the context figure's row.")
+        st.caption(_("Context of query {q}, first {shown} of {d_k} numbers: {numbers}. Same as the context figure's "
+                     "row.").format(q=qi, shown=shown, d_k=e.d_k, numbers=", ".join(
+                         f"{number(x, '.4f')}" for x in e.context[:shown]) + (" …" if e.d_k > shown else "")))
     ok = "✓" if e.max_diff <= TOLERANCE else "✗"
-    st.caption(f"Every number above is recomputed from the captured Q, K and V. Largest difference from the captured "
-               f"scores, weights and context: {e.max_diff:.1e} {ok} (limit {TOLERANCE:.0e}).")
+    st.caption(_("Every number above is recomputed from the captured Q, K and V. Largest difference from the captured "
+                 "scores, weights and context: {diff} {ok} (limit {limit}).").format(
+                     diff=f"{e.max_diff:.1e}", ok=ok, limit=f"{TOLERANCE:.0e}"))
 
 
 def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
@@ -111,8 +143,8 @@ def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
     n = len(tokens)
     options = [f"{i}: {t}" for i, t in enumerate(tokens)]
     bind_url(key, "pos", range(n), 0, labels=options)
-    st.markdown("#### Explain one position: concat → W_O → residual → LayerNorm")
-    pos = st.selectbox("Position", range(n), key=key, format_func=options.__getitem__)
+    st.markdown("#### " + _("Explain one position: concat → W_O → residual → LayerNorm"))
+    pos = st.selectbox(_("Position"), range(n), key=key, format_func=options.__getitem__)
     e = explain_position(steps, pos)
     shown = min(8, e.concat.size)
     cols = [f"d{j}" for j in range(shown)]
@@ -120,12 +152,14 @@ def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
     table = pd.DataFrame([e.concat[:shown], e.projected[:shown], e.x[:shown], e.residual[:shown],
                           e.normalized[:shown], e.output[:shown]],
                          columns=[f"{c} ({h})" for c, h in zip(cols, heads_of)],
-                         index=["concat (the heads' contexts side by side)", "concat W_Oᵀ + b_O", "x (input)",
-                                "x + projected (residual)", "(residual − μ) / √(σ² + ε)", "γ ⊙ … + β (output)"])
+                         index=[_("concat (the heads' contexts side by side)"), "concat W_Oᵀ + b_O", _("x (input)"),
+                                _("x + projected (residual)"), "(residual − μ) / √(σ² + ε)", _("γ ⊙ … + β (output)")])
     st.dataframe(table.style.format("{:.4f}"), key=f"{key}_table")
     st.latex(rf"\mu = {number(e.mean, '.4f')}, \quad \sigma^2 = {number(e.var, '.4f')}, \quad \varepsilon = {e.eps:g}, \quad "
              rf"\frac{{1}}{{\sqrt{{\sigma^2 + \varepsilon}}}} = {number(1 / np.sqrt(e.var + e.eps), '.4f')}")
     ok = "✓" if e.max_diff <= TOLERANCE else "✗"
-    st.caption(f"First {shown} of {e.concat.size} numbers (d_k = {e.d_k} per head, {e.n_heads} heads). Recomputed "
-               f"from the captured contexts, W_O, b_O, γ and β; largest difference from the captured concat, "
-               f"projection, residual and output: {e.max_diff:.1e} {ok} (limit {TOLERANCE:.0e}).")
+    st.caption(_("First {shown} of {size} numbers (d_k = {d_k} per head, {h} heads). Recomputed from the captured "
+                 "contexts, W_O, b_O, γ and β; largest difference from the captured concat, projection, residual and "
+                 "output: {diff} {ok} (limit {limit}).").format(shown=shown, size=e.concat.size, d_k=e.d_k,
+                                                               h=e.n_heads, diff=f"{e.max_diff:.1e}", ok=ok,
+                                                               limit=f"{TOLERANCE:.0e}"))

@@ -16,13 +16,14 @@ from transformer_core.figures.heads import heads_figure, picked_head
 from transformer_core.records.trace import Trace
 
 from . import cache, explain_panel
+from .i18n import N_, _
 from .labels import sentence_label
 from .state import bind_url, fallback
 from .views import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
-STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": "scores", "masked_scores": "masked",
-                "weights": "weights", "context": "context", "norms": "‖α·f(x)‖"}
+STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": N_("scores"), "masked_scores": N_("masked"),
+                "weights": N_("weights"), "context": N_("context"), "norms": "‖α·f(x)‖"}
 
 
 def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_layers: int = 1,
@@ -45,21 +46,22 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     if many:
         labels = [sentence_label(b, s, 30) for b, s in enumerate(sentences)]
         bind_url(batch_key, "sentence", range(len(sentences)), 0, labels=labels)
-        batch = pickers.pop(0).selectbox("Sentence", range(len(sentences)), key=batch_key,
+        batch = pickers.pop(0).selectbox(_("Sentence"), range(len(sentences)), key=batch_key,
                                          format_func=labels.__getitem__,
-                                         help="Which sentence of the batch to look at (one per line in the sidebar).")
+                                         help=_("Which sentence of the batch to look at (one per line in the sidebar)."))
     if n_layers > 1:
         bind_url(layer_key, "layer", range(n_layers), 0)
-        layer = pickers.pop(0).selectbox("Layer", range(n_layers), key=layer_key)  # bare numbers: narrow column
-    stage = left.segmented_control("Stage", stages, key=stage_key, required=True, default=fallback(stage_key),
-                                   format_func=STAGE_LABELS.get, help="The step of attention to look at.")
-    head = middle.selectbox("Head", range(n_heads), key=head_key,
-                            help="The head drawn large. Or click a tile in the all-heads figure.")
+        layer = pickers.pop(0).selectbox(_("Layer"), range(n_layers), key=layer_key)  # bare numbers: narrow column
+    stage_names = {s: _(STAGE_LABELS.get(s, s)) for s in stages}  # translated now (format_func may run later)
+    stage = left.segmented_control(_("Stage"), stages, key=stage_key, required=True, default=fallback(stage_key),
+                                   format_func=stage_names.get, help=_("The step of attention to look at."))
+    head = middle.selectbox(_("Head"), range(n_heads), key=head_key,
+                            help=_("The head drawn large. Or click a tile in the all-heads figure."))
     with right:
-        fixed = st.toggle("Fixed 0–1 scale", key=f"{key_prefix}fixed",
-                          help="Weights: colours from 0 to 1 (compare figures and slides) instead of 0 to the largest "
-                               "weight shown (see the structure of a nearly uniform head).")
-        all_large = st.toggle("All heads large", key=f"{key_prefix}all")
+        fixed = st.toggle(_("Fixed 0–1 scale"), key=f"{key_prefix}fixed",
+                          help=_("Weights: colours from 0 to 1 (compare figures and slides) instead of 0 to the largest "
+                                 "weight shown (see the structure of a nearly uniform head)."))
+        all_large = st.toggle(_("All heads large"), key=f"{key_prefix}all")
     return stage, batch, layer, head, fixed, all_large
 
 
@@ -80,13 +82,13 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     if hide_keys is not None and stage in ("masked_scores", "weights"):
         kept = trace.visible(batch) & ~np.asarray(hide_keys, bool)[None, :]
         zrange = figures.value_range(data[batch][:, figures.informative_cells(kept, stage)], stage, fixed)
-    name = figures.STAGE_TITLES.get(stage, stage)
+    name = _(figures.STAGE_TITLES.get(stage, stage))
     zrange = tuple(zrange) if zrange is not None else None  # part of the figure cache's key
     hidden = None if hide_keys is None else np.asarray(hide_keys, bool).tobytes()
     fmt = st.session_state.get("shared_image_format", "png")
     focus_col, side = st.columns([1.7, 1], gap="medium")
     with side:
-        st.caption(f"All {data.shape[1]} heads, same colours. **Click a tile's centre** to focus that head.")
+        st.caption(_("All {h} heads, same colours. **Click a tile's centre** to focus that head.").format(h=data.shape[1]))
         n_cols = 4 if data.shape[1] > 2 else data.shape[1]
         tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols), lambda: heads_figure(
             trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=66))
@@ -96,11 +98,11 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                         config=figures.chart_config(figures.figure_filename(stage, None, layer, trace.tokens[batch]),
                                                     fmt))
         st.latex(FORMULAS.get(stage, stage))
-        st.markdown(f"`{shape_text(stage, data.shape)}`  \n{STAGE_HELP.get(stage, '')}")
+        st.markdown(f"`{shape_text(stage, data.shape)}`  \n{_(STAGE_HELP[stage]) if stage in STAGE_HELP else ''}")
         if stage == "masked_scores" and trace.visible(batch).all() and hide_keys is None:
-            st.caption("No cell of this sentence is masked (causal mask off, no [PAD]): masked scores = raw scores.")
+            st.caption(_("No cell of this sentence is masked (causal mask off, no [PAD]): masked scores = raw scores."))
     with focus_col:
-        title = f"{title_prefix}head {head} · {name}"
+        title = title_prefix + _("head {head} · {name}").format(head=head, name=name)
         fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, fixed, title),
                               lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,
                                                            zrange=zrange, hide_keys=hide_keys, fixed=fixed,
@@ -111,7 +113,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                         config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
                                                     fmt))
     if all_large:
-        st.markdown(f"##### All heads of {name}, large")
+        st.markdown("##### " + _("All heads of {name}, large").format(name=name))
         big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: heads_figure(
             trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=2, tile_px=380))
         st.plotly_chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(

@@ -11,6 +11,8 @@ import regex
 
 from transformer_core.text.tokenize import cut_graphemes
 
+from .i18n import _
+
 ELLIPSIS = "…"
 
 
@@ -39,7 +41,9 @@ def plural(n: int, one: str, many: str | None = None) -> str:
 def and_list(items: Iterable) -> str:
     """``[0]`` → ``"0"``; ``[0, 2]`` → ``"0 and 2"``; ``[0, 1, 2]`` → ``"0, 1 and 2"``."""
     words = [str(i) for i in items]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1] if words else ""
+    if len(words) < 2:
+        return "".join(words)
+    return _("{items} and {last}").format(items=_(", ").join(words[:-1]), last=words[-1])
 
 
 def numbered(one: str, numbers: Iterable[int], many: str | None = None) -> str:

@@ -217,9 +217,21 @@ def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max()) if a.size else 0.0
 
 
-@memo("lesson")
 def conventions(settings: Settings, batch: int, head: int, empty_row: int) -> dict:
-    """Seed 000 vs seed 001 vs ours on causal + padding with query row ``empty_row`` fully blocked; float16 too."""
+    """Seed 000 vs seed 001 vs ours on causal + padding with query row ``empty_row`` fully blocked; float16 too
+    (its texts in the session's language: the language is part of the cache key)."""
+    return _conventions(settings, batch, head, empty_row, language())
+
+
+@memo("lesson")
+def _conventions(settings: Settings, batch: int, head: int, empty_row: int, lang: str) -> dict:
+    from transformer_core.text.i18n import use_language
+
+    with use_language(lang):
+        return _conventions_in(settings, batch, head, empty_row)
+
+
+def _conventions_in(settings: Settings, batch: int, head: int, empty_row: int) -> dict:
     trace, n, scores, keys = _lab_inputs(settings, batch, head)
     mask = masks.combine(masks.causal_mask(n), keys[None, :].expand(n, n)).clone()
     mask[empty_row] = False
@@ -237,8 +249,8 @@ def conventions(settings: Settings, batch: int, head: int, empty_row: int) -> di
         m16, error = lessons.fill_in_dtype(scores, mask, fill, torch.float16)
         if error is None:
             w16 = masked_softmax(m16, mask).numpy()
-            half[label_] = f"ok, {str(m16.dtype).removeprefix('torch.')}; the weights differ from float32 " \
-                           f"by at most {_max_abs(w16[ordinary], reference):.1e} (float16 rounding)"
+            half[label_] = _("ok, {dtype}; the weights differ from float32 by at most {diff} (float16 rounding)").format(
+                dtype=str(m16.dtype).removeprefix("torch."), diff=f"{_max_abs(w16[ordinary], reference):.1e}")
         else:
             half[label_] = error
     module_ok, module_text = lessons.half_module_runs(settings.d_model, settings.n_heads, n, seed=settings.seed)

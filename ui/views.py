@@ -9,7 +9,8 @@ from transformer_core.records import serialize
 from transformer_core.records.trace import Trace
 from transformer_core.records.schema import Limits
 
-from .labels import and_list, numbered, sentence_label
+from .labels import and_list, sentence_label
+from .i18n import N_, _, ngettext
 from .markdown import plain
 from .state import MAX_HEADS, MAX_SENTENCES, MAX_TOKENS, bind_url
 
@@ -24,12 +25,12 @@ FORMULAS = {
     "norms": r"\lVert \alpha_{ij}\, f_h(x_j) \rVert,\quad f_h(x_j) = v_j W_O^h",
 }
 STAGE_HELP = {
-    "scores": "Every query compared with every key; nothing is hidden yet.",
-    "masked_scores": "Blocked cells (blank) are set to −∞ so softmax gives them exactly 0.",
-    "weights": "Each row sums to 1 over the visible keys; ⊘ marks a row with no visible key (all 0).",
-    "context": "Each query's weighted mix of value vectors: one row per query position.",
-    "q": "What each position is looking for.", "k": "What each position offers to be found by.",
-    "v": "What each position passes on when attended to.",
+    "scores": N_("Every query compared with every key; nothing is hidden yet."),
+    "masked_scores": N_("Blocked cells (blank) are set to −∞ so softmax gives them exactly 0."),
+    "weights": N_("Each row sums to 1 over the visible keys; ⊘ marks a row with no visible key (all 0)."),
+    "context": N_("Each query's weighted mix of value vectors: one row per query position."),
+    "q": N_("What each position is looking for."), "k": N_("What each position offers to be found by."),
+    "v": N_("What each position passes on when attended to."),
     "norms": "What each key moves into each query: its weight times the length of its value vector after W_O "
              "(Kobayashi et al. 2020). W_O^h = the d_k rows of W_O for head h; the output bias is left out.",
 }
@@ -58,7 +59,7 @@ def shape_text(stage: str, shape: tuple[int, ...]) -> str:
 
 def token_frame(trace: Trace) -> pd.DataFrame:
     """Tokens of every sentence, padding included: one row per sentence (text, never interpreted)."""
-    return pd.DataFrame(trace.tokens, index=[f"sentence {b}" for b in range(len(trace.tokens))])
+    return pd.DataFrame(trace.tokens, index=[_("sentence {b}").format(b=b) for b in range(len(trace.tokens))])
 
 
 def token_table(trace: Trace) -> None:
@@ -67,14 +68,15 @@ def token_table(trace: Trace) -> None:
     cut = [b for b, t in enumerate(trace.truncated) if t]
     if cut:
         sizes = and_list(sorted({trace.lengths[b] for b in cut}))
-        verb = "was" if len(cut) == 1 else "were"
-        st.info(f"{numbered('Sentence', cut)} {verb} cut to {sizes} tokens.", icon=":material/content_cut:")
+        st.info(ngettext("Sentence {numbers} was cut to {sizes} tokens.", "Sentences {numbers} were cut to {sizes} tokens.",
+                         len(cut)).format(numbers=and_list(cut), sizes=sizes), icon=":material/content_cut:")
 
 
 def stage_csv(trace: Trace, stage: str, *, batch: int, layer: int = 0, key_prefix: str = "") -> None:
     """A download button for one stage's numbers, every head, as CSV (built only when clicked)."""
     st.download_button(
-        f"⬇ {figures.STAGE_TITLES.get(stage, stage)} as CSV (all heads)", key=f"{key_prefix}{stage}_{layer}_csv",
+        "⬇ " + _("{stage} as CSV (all heads)").format(stage=_(figures.STAGE_TITLES.get(stage, stage))),
+        key=f"{key_prefix}{stage}_{layer}_csv",
         data=lambda: serialize.matrix_to_csv(trace, stage, batch, head=None, layer=layer),
         file_name=figures.figure_filename(stage, None, layer, trace.tokens[batch], "csv"), mime="text/csv",
         on_click="ignore")
@@ -91,10 +93,10 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
         return serialize.figures_to_html(figs, "Attention Explorer", description=" ".join(trace.tokens[batch]))
 
     c1, c2 = st.columns(2)
-    c1.download_button("⬇ Every stage as JSON (tokens, settings, seed, all tensors)", key=f"{key_prefix}json",
+    c1.download_button("⬇ " + _("Every stage as JSON (tokens, settings, seed, all tensors)"), key=f"{key_prefix}json",
                        data=lambda: serialize.trace_to_json(trace), file_name=f"{stem}.json",
                        mime="application/json", on_click="ignore", width="stretch")
-    c2.download_button("⬇ These figures as one offline HTML file", key=f"{key_prefix}html", data=html,
+    c2.download_button("⬇ " + _("These figures as one offline HTML file"), key=f"{key_prefix}html", data=html,
                        file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
 
 
@@ -118,17 +120,17 @@ def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> 
     None if there is none, or if it cannot be shown (a note says why, as plain text): see :func:`read_upload`.
     """
     if expander:
-        with st.expander("Reopen a downloaded JSON trace"):
-            upload = st.file_uploader("Trace JSON saved from this app", type="json", key=key, help=UPLOAD_HELP)
+        with st.expander(_("Reopen a downloaded JSON trace")):
+            upload = st.file_uploader(_("Trace JSON saved from this app"), type="json", key=key, help=UPLOAD_HELP)
     else:
-        upload = st.file_uploader("Reopen a trace JSON saved from this app", type="json", key=key, help=UPLOAD_HELP)
+        upload = st.file_uploader(_("Reopen a trace JSON saved from this app"), type="json", key=key, help=UPLOAD_HELP)
     if upload is None:
         return None
     trace, problem = read_upload(upload.getvalue(), stages)
     if trace is None:
-        st.warning(f"That file cannot be shown: {plain(problem)}", icon=":material/warning:")
+        st.warning(_("That file cannot be shown: {problem}").format(problem=plain(problem)), icon=":material/warning:")
         return None
-    st.info("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's.",
+    st.info(_("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's."),
             icon=":material/folder_open:")
     return trace
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..text.i18n import _
 from ..text.tokenize import PAD
 from ..records.trace import Trace
 
@@ -82,13 +83,13 @@ def blocked_reason(trace: Trace, batch: int, query: int, key: int) -> str:
     causal = bool(trace.settings.get("causal"))
     is_pad = key >= trace.lengths[batch] and trace.tokens[batch][key] == PAD
     if visible:
-        return "visible: no active mask blocks this key"
+        return _("visible: no active mask blocks this key")
     reasons = []
     if causal and key > query:
-        reasons.append(f"causal mask: key {key} comes after query {query}")
+        reasons.append(_("causal mask: key {key} comes after query {query}").format(key=key, query=query))
     if is_pad:
-        reasons.append(f"padding mask: key {key} is [PAD]")
-    return "blocked — " + ("; ".join(reasons) if reasons else "the mask says False here")
+        reasons.append(_("padding mask: key {key} is [PAD]").format(key=key))
+    return _("blocked — ") + ("; ".join(reasons) if reasons else _("the mask says False here"))
 
 
 def explain_cell(trace: Trace, *, batch: int, layer: int = 0, head: int, query: int, key: int) -> CellExplanation:

@@ -26,6 +26,7 @@ from ..nn.embedding import embed_tokens
 from ..nn.encoder import Encoder, build_seeded
 from ..nn.feed_forward import PositionwiseFeedForward
 from ..nn.hooks import capture
+from ..text.i18n import _
 
 NEG_INF = float("-inf")
 SEED_001_FILL = -1e9
@@ -97,12 +98,13 @@ def half_module_runs(d_model: int, n_heads: int, n_pos: int, fill_value: float =
     x = torch.randn(1, n_pos, d_model, generator=generator).half()  # [batch, pos, d_model]
     try:
         with torch.no_grad(), capture(mha) as stages:
-            out, _ = mha(x, x, x, masks.causal_mask(n_pos))
+            out, _weights = mha(x, x, x, masks.causal_mask(n_pos))
     except (RuntimeError, OverflowError) as err:
         return False, f"{type(err).__name__}: {err}"
-    return True, (f"output {str(out.dtype).removeprefix('torch.')}, all finite: {bool(torch.isfinite(out).all())}, "
-                  f"{len(stages)} stages captured — attention_scores computes the scores in float32, "
-                  f"where {fill_value:g} fits")
+    return True, _("output {dtype}, all finite: {finite}, {n} stages captured — attention_scores computes the scores "
+                   "in float32, where {fill} fits").format(dtype=str(out.dtype).removeprefix("torch."),
+                                                          finite=bool(torch.isfinite(out).all()), n=len(stages),
+                                                          fill=f"{fill_value:g}")
 
 
 def torch_is_causal_mask(n_query: int, n_key: int) -> torch.Tensor:
@@ -131,11 +133,11 @@ def cached_prefix(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, n_new: int)
     n = k.size(-2)
     if not 1 <= n_new <= n:
         raise ValueError(f"n_new must be in [1, {n}], got {n_new}")
-    _, full = scaled_dot_product_attention(q, k, v, masks.causal_mask(n))
+    _context, full = scaled_dot_product_attention(q, k, v, masks.causal_mask(n))
     reference = full[..., n - n_new:, :]  # [batch, head, n_new, key_pos]
     out = {"reference": reference, "masks": {}, "weights": {}, "max_diff": {}}
     for name, mask in (("top-left", torch_is_causal_mask(n_new, n)), ("bottom-right", masks.causal_mask(n_new, n))):
-        _, weights = scaled_dot_product_attention(q[..., n - n_new:, :], k, v, mask)
+        _context, weights = scaled_dot_product_attention(q[..., n - n_new:, :], k, v, mask)
         out["masks"][name], out["weights"][name] = mask, weights
         out["max_diff"][name] = float((weights - reference).abs().max())
     return out
