@@ -23,7 +23,7 @@ from .views import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
 STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": N_("scores"), "masked_scores": N_("masked"),
-                "weights": N_("weights"), "context": N_("context"), "norms": "‖α·f(x)‖"}
+                "weights": N_("weights"), "context": N_("context"), "norms": "norms"}
 
 
 def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_layers: int = 1,

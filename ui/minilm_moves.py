@@ -167,7 +167,7 @@ def layer_trace(sentences: tuple[str, ...], padding: bool, layer: int, stage: st
 def color_control() -> str:
     """The "colour heads by type" picker (``?color=``); returns the score name or ``"none"``."""
     bind_url(f"{PREFIX}color", "color", COLORS, "none")
-    return st.selectbox("Colour heads by type", COLORS, key=f"{PREFIX}color",
+    return st.columns([2, 3])[0].selectbox("Colour heads by type", COLORS, key=f"{PREFIX}color",
                         format_func=lambda c: "none" if c == "none" else SCORES[c],
                         help="Fade every overview tile by a head-type score (0 = faded, 1 = framed): "
                              "previous/next token, self, share to [CLS], to [SEP]/punctuation, broadness.")
@@ -186,6 +186,9 @@ def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch
     if color != "none":
         table = head_type_table(sentences, padding, batch)
         fig = score_overlay(fig, table[color].to_numpy().reshape(fig.layout.meta["n_layers"], -1), SCORES[color])
+        st.caption(f"Tiles fade as their **{SCORES[color]}** score falls; a red frame marks a score of 0.25 or more "
+                   "(thicker = higher). Hover a tile's centre for its score; the table under the per-head statistics "
+                   "sorts every head by it.")
     return fig
 
 

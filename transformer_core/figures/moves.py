@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from .stage import SEQUENTIAL, label, short_label, tick_positions
 
 VIEW_TITLES = {
-    "rollout": "Attention rollout Â₆⋯Â₁",
+    "rollout": "Attention rollout",
     "flow": "Attention flow (maximum flow)",
 }
 
@@ -41,7 +41,7 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     labels = [label(t, i) for i, t in enumerate(tokens)]
     ticks = [short_label(t, i) for i, t in enumerate(tokens)]
     shown = tick_positions(n)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=(
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.05, subplot_titles=(
         f"{VIEW_TITLES[view]}: input tokens reaching each output", f"Layer {last_layer} only: mean weight over heads"))
     for col, (matrix, what) in enumerate(((values, view), (last_mean, "mean weight")), start=1):
         fig.add_trace(go.Heatmap(
@@ -51,8 +51,8 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
                          ticktext=[ticks[i] for i in shown], side="bottom", tickangle=-90 if n > 8 else 0,
                          title=dict(text="input token" if col == 1 else "key", standoff=4), row=1, col=col)
         fig.update_yaxes(type="category", tickmode="array", tickvals=[labels[i] for i in shown],
-                         ticktext=[ticks[i] for i in shown], autorange="reversed",
-                         title=dict(text="output position" if col == 1 else "query", standoff=4), row=1, col=col)
+                         ticktext=[ticks[i] for i in shown], autorange="reversed", showticklabels=col == 1,
+                         title=dict(text="output position (query)" if col == 1 else "", standoff=4), row=1, col=col)
     fig.update_layout(
         height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#ffffff",
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=zrange[0], cmax=zrange[1],
