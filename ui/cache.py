@@ -34,6 +34,8 @@ import cachetools
 import numpy as np
 import pandas as pd
 
+from transformer_core.text.i18n import language
+
 # Seconds an entry lives after it was computed. Short enough that a replica is back near its idle
 # memory 2 minutes after a class leaves (sessions are dropped 60 s after their websocket closes);
 # recomputing a class's shared default trace every 60 s costs ~0.2 s of CPU.
@@ -201,9 +203,10 @@ def per_trace(trace, key: tuple, build: Callable):
     the same settings, so the same view (a class on the default link, a student going back to
     head 2) is built once. Streamlit only reads a figure (``st.plotly_chart`` copies it with
     ``to_dict``), so sharing is safe. One byte budget for all views (``BUDGETS_MB["figures"]``,
-    least recently used first); a trace's views are dropped when the trace is.
+    least recently used first); a trace's views are dropped when the trace is. Figures hold words (titles,
+    axis titles, hover texts), so the key includes the run's language (:mod:`transformer_core.text.i18n`).
     """
-    ident = id(trace)
+    ident, key = id(trace), (language(), *key)
     with _figures_lock:
         _purge_dead()  # first: a dead trace's id may now belong to this one
         if ident not in _watched:  # a new trace (an id is only reused after its finalizer ran)

@@ -199,4 +199,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"image height in px, {_range('height')} (default {SLIDE_HEIGHT})")
     p.add_argument("--scale", type=_scale, default=1.0,
                    help=f"PNG pixel multiplier, e.g. 2 for retina; a number in (0, {MAX_SCALE:g}] (default 1)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="language of the figure's titles, captions and axis titles: en (default) or zh (中文)")
     return p

@@ -32,6 +32,7 @@ from pathlib import Path
 from ..figures import stage as figures
 from ..records import serialize
 from ..records.trace import Trace
+from ..text.i18n import set_language
 from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, STDOUT, ExportError,  # noqa: F401
                    UsageError, build_parser, check_image_size, resolve_output, split_text)
 from . import moves
@@ -162,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (0 ok, 1 cannot write/render, 2 bad arguments)."""
     try:
         args = build_parser().parse_args(argv)
+        set_language(args.lang)  # titles, captions and axis titles of the figure (transformer_core.text.i18n)
         path = run(args)
     except SystemExit as done:  # --help
         return int(done.code or 0)

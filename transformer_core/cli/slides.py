@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 
 from ..figures import stage as figures
 from ..records.trace import Trace
+from ..text.i18n import _
 from .args import CHROMIUM_NAMES, SLIDE_HEIGHT, SLIDE_WIDTH, ExportError
 from .traces import describe
 
@@ -29,8 +30,9 @@ def head_figures(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
 
 
 def stage_title(stage: str, layer: int, head: int | None) -> str:
-    which = "all heads" if head is None else f"head {head}"
-    return f"{figures.STAGE_TITLES.get(stage, stage)} — layer {layer}, {which}"
+    which = _("all heads") if head is None else _("head {head}").format(head=head)
+    return _("{stage} — layer {layer}, {which}").format(stage=_(figures.STAGE_TITLES.get(stage, stage)), layer=layer,
+                                                        which=which)
 
 
 def slide_figure(fig: go.Figure, title: str, subtitle: str) -> go.Figure:

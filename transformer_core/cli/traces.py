@@ -8,6 +8,7 @@ import argparse
 from ..models.toy import run_toy
 from ..nn.config import EncoderConfig
 from ..records.trace import Trace
+from ..text.i18n import _
 from .args import MAX_JSON_NUMBERS, MAX_NUMBERS, MAX_SENTENCES, MINILM_MAX_TOKENS, TOY_DEFAULTS, ExportError, UsageError, split_text
 
 
@@ -211,18 +212,21 @@ def describe(trace: Trace, batch: int) -> str:
     """Plain-text one-liner of what produced the figure: model, mask, sentence."""
     s = trace.settings
     if s.get("model") == "toy":
-        model = f"toy encoder (random weights, seed {s.get('seed')}), d_model={s.get('d_model')}, {s.get('n_heads')} heads"
+        model = _("toy encoder (random weights, seed {seed}), d_model={d_model}, {heads} heads").format(
+            seed=s.get("seed"), d_model=s.get("d_model"), heads=s.get("n_heads"))
     else:
         model = str(s.get("name") or s.get("model") or "model")
         if model == "minilm":
             model = "MiniLM-L6 (all-MiniLM-L6-v2)"
         elif model == "causal":
-            model = f"trained causal model (step {s.get('step') if s.get('step') is not None else 'final'})"
+            model = _("trained causal model (step {step})").format(
+                step=s.get("step") if s.get("step") is not None else _("final"))
     if s.get("ablate"):
-        model += f", {s['ablate']} ablated ({s.get('ablate_mode', 'zero')})"
-    masks = [m for m in ("causal", "padding") if s.get(m)]
-    mask = " + ".join(masks) + " mask" if masks else "no mask"
+        model += _(", {heads} ablated ({mode})").format(heads=s["ablate"], mode=s.get("ablate_mode", "zero"))
+    names = {"causal": _("causal"), "padding": _("padding")}
+    masks = [names[m] for m in names if s.get(m)]
+    mask = _("{names} mask").format(names=" + ".join(masks)) if masks else _("no mask")
     words = " ".join(trace.tokens[batch][: trace.lengths[batch]])
     if len(words) > 90:
         words = words[:89] + "…"
-    return f"{model} · {mask} · sentence {batch}: “{words}”"
+    return _("{model} · {mask} · sentence {b}: “{words}”").format(model=model, mask=mask, b=batch, words=words)
