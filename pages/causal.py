@@ -15,6 +15,7 @@ from transformer_core.figures.overview import overview_figure
 from ui import callbacks, head_view, state, views
 from ui import causal_compute as causal
 from ui import ablation, predictions
+from ui import minilm_moves as moves
 from ui.markdown import plain
 from ui.i18n import _
 from ui.numbers import number
@@ -82,7 +83,7 @@ st.plotly_chart(causal.loss_curve(step), key="causal_loss_curve",
                 config=figures.chart_config("causal_loss_curve"))
 
 try:
-    trace = causal.causal_trace(tuple(ids), step, mask_on)
+    trace = moves.causal_with_norms(tuple(ids), step, mask_on)  # every stage, plus ‖α·f(x)‖ (stage norms)
     reference = trace if mask_on else causal.causal_trace(tuple(ids), step, True)
 except CausalUnavailable as err:
     st.error(_("The trained causal model is not available, so this page cannot run: {error}").format(
@@ -130,7 +131,8 @@ st.markdown(_("**All {layers} layers × {heads} heads** (attention weights; rows
               "the **previous-token head** (the diagonal just below the main one) in layer 0 and the **induction "
               "stripe** (a diagonal offset by the period, in the second half) in layer 1. **Click a tile's centre** "
               "to open that head below.").format(layers=N_LAYERS, heads=N_HEADS))
-st.plotly_chart(overview_figure(trace, 0, height=380), key="causal_overview",
+color = moves.color_control("causal_", moves.CAUSAL_COLORS)  # ?color=: tiles fade by a head-type score
+st.plotly_chart(moves.causal_overview(overview_figure(trace, 0, height=380), trace, period, color), key="causal_overview",
                 on_select=partial(callbacks.open_tile, "causal_overview", "causal_layer", "causal_head", N_HEADS),
                 selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
@@ -157,9 +159,13 @@ st.caption(_("**Previous-token score**: mean weight on key = query − 1. **Indu
 
 # ------------------------------------------------------------------ one head, every stage
 st.subheader(_("One head, stage by stage"))
-stage, _batch, layer, head, fixed, all_large = head_view.controls(N_HEADS, "causal_", n_layers=N_LAYERS)
+stage, _batch, layer, head, fixed, all_large = head_view.controls(N_HEADS, "causal_", n_layers=N_LAYERS,
+                                                                 stages=head_view.STAGES + ("norms",))
 head_view.show(trace, batch=0, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
-               key_prefix="causal_", title_prefix=_("step {step} · layer {layer} · ").format(step=step, layer=layer))
+               key_prefix="causal_", title_prefix=_("step {step} · layer {layer} · ").format(step=step, layer=layer),
+               explain=stage != "norms")
+if stage == "norms":
+    moves.norms_panel(trace, batch=0, layer=layer, head=head, key_prefix="causal_")  # factors, then the explain panel
 
 with st.expander(_("Downloads: CSV, JSON, offline HTML"), icon=":material/download:"):
     views.stage_csv(trace, stage, batch=0, layer=layer, key_prefix="causal_")

@@ -6,6 +6,7 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 import streamlit as st
 
 from ui import compute, head_view, state, views
+from ui import minilm_moves as moves
 from ui.i18n import _
 
 settings = state.current()
@@ -29,18 +30,21 @@ with box:
     trace = views.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
 if trace is None:
     try:
-        trace = compute.toy_trace(settings)
+        trace = moves.toy_with_norms(settings)  # every stage, plus ‖α·f(x)‖ from the toy's seeded W_O
     except ValueError as err:
         main.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
         st.stop()
 
 with main:
     sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]
-    stage, batch, _layer, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences)
+    stage, batch, _layer, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences,
+                                                                      stages=head_view.STAGES + moves.norm_stages(trace))
     if trace.lengths[batch] == 0:
         st.warning(_("This sentence has no tokens: every position is padding."), icon=":material/warning:")
     head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
-                   key_prefix="explorer_")
+                   key_prefix="explorer_", explain=stage != "norms")
+    if stage == "norms":
+        moves.norms_panel(trace, batch=batch, layer=0, head=head, key_prefix="explorer_")  # factors, then explain
 with tables:
     views.token_table(trace)
     views.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")

@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core.analysis.head_types import ENCODER_SCORES, SCORES, head_type_scores, is_punctuation
+from transformer_core.analysis.head_stats import special_positions
+from transformer_core.analysis.head_types import (CAUSAL_SCORES, ENCODER_SCORES, SCORES, head_type_scores, head_types,
+                                                  is_punctuation)
 from transformer_core.analysis.rollout import FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layer_means
 from transformer_core.analysis.token_pair import pair_table
 from transformer_core.analysis.value_norms import (moved_shares, output_projections, split_output_projection,
@@ -44,6 +46,7 @@ MINILM_STAGES = STAGES + ("norms",)
 VIEWS = ("off", "rollout", "flow")
 VIEW_LABELS = {"off": "off", "rollout": "rollout", "flow": "flow"}
 COLORS = ("none",) + ENCODER_SCORES
+CAUSAL_COLORS = ("none",) + CAUSAL_SCORES
 
 
 class PairOptions(Sequence):
@@ -164,10 +167,10 @@ def layer_trace(sentences: tuple[str, ...], padding: bool, layer: int, stage: st
 # ------------------------------------------------------------------ overview: norms and head types
 
 
-def color_control() -> str:
+def color_control(prefix: str = PREFIX, colors: tuple[str, ...] = COLORS) -> str:
     """The "colour heads by type" picker (``?color=``); returns the score name or ``"none"``."""
-    bind_url(f"{PREFIX}color", "color", COLORS, "none")
-    return st.columns([2, 3])[0].selectbox("Colour heads by type", COLORS, key=f"{PREFIX}color",
+    bind_url(f"{prefix}color", "color", colors, "none")
+    return st.columns([2, 3])[0].selectbox("Colour heads by type", colors, key=f"{prefix}color",
                         format_func=lambda c: "none" if c == "none" else SCORES[c],
                         help="Fade every overview tile by a head-type score (0 = faded, 1 = framed): "
                              "previous/next token, self, share to [CLS], to [SEP]/punctuation, broadness.")
@@ -195,25 +198,27 @@ def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch
 # ------------------------------------------------------------------ norms: the caption and the two factors
 
 
-def norms_panel(trace: Trace, *, batch: int, layer: int, head: int) -> None:
+def norms_panel(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str = PREFIX) -> None:
     """Under the open head when the stage is ``norms``: weight vs what moves to [CLS]/[SEP]/punctuation, and
     the chosen cell's two factors α_ij and ‖f_h(x_j)‖, recomputed."""
     n = trace.lengths[batch]
     tokens = trace.tokens[batch]
     weights, norms = trace.stage("weights", layer)[batch], trace.stage("norms", layer)[batch]
-    groups = {"[CLS]": np.arange(len(tokens)) == 0, "[SEP]": np.arange(len(tokens)) == n - 1,
+    special = special_positions(tokens, n)  # [CLS]/[SEP] by position, where the tokenizer put them
+    groups = {"[CLS]": special["[CLS]"], "[SEP]": special["[SEP]"],
               "punctuation": np.array([i < n and is_punctuation(t) for i, t in enumerate(tokens)])}
     shares = {name: moved_shares(weights[head:head + 1], norms[head:head + 1], keys, n)
               for name, keys in groups.items() if keys.any()}
-    name, (w, m) = max(shares.items(), key=lambda kv: kv[1][0][0])
+    name, (w, m) = max(shares.items(), key=lambda kv: kv[1][0][0]) if shares else ("", ([0.0], [0.0]))
     verb = "but only" if m[0] < w[0] else "and"
-    st.markdown(f"**{number(w[0], '.0%')}** of this head's weight goes to {name}, {verb} "
-                f"**{number(m[0], '.0%')}** of what it moves (‖α·f(x)‖). Weights say where a head *looks*; "
-                "value-weighted norms say what it *carries*: a key whose vector f(x) = v·W_O is short moves little "
-                "however much weight it gets (Kobayashi et al. 2020).")
-    bind_url(f"{PREFIX}q", "q", range(len(tokens)), 0)  # as the explain panel below does
-    bind_url(f"{PREFIX}k", "k", range(len(tokens)), 0)
-    q, k = st.session_state[f"{PREFIX}q"], st.session_state[f"{PREFIX}k"]
+    if shares:
+        st.markdown(f"**{number(w[0], '.0%')}** of this head's weight goes to {name}, {verb} "
+                    f"**{number(m[0], '.0%')}** of what it moves (‖α·f(x)‖). Weights say where a head *looks*; "
+                    "value-weighted norms say what it *carries*: a key whose vector f(x) = v·W_O is short moves little "
+                    "however much weight it gets (Kobayashi et al. 2020).")
+    bind_url(f"{key_prefix}q", "q", range(len(tokens)), 0)  # as the explain panel below does
+    bind_url(f"{key_prefix}k", "k", range(len(tokens)), 0)
+    q, k = st.session_state[f"{key_prefix}q"], st.session_state[f"{key_prefix}k"]
     projections = output_projections(trace)
     heads = split_output_projection(projections[layer][0], trace.n_heads)
     f = value_norms(trace.stage("v", layer)[batch], heads)[head, k]  # ‖v_k W_O^head‖
@@ -222,11 +227,12 @@ def norms_panel(trace: Trace, *, batch: int, layer: int, head: int) -> None:
     st.latex(rf"\lVert \alpha_{{{q},{k}}}\, f_{{{head}}}(x_{{{k}}}) \rVert = \alpha_{{{q},{k}}} \cdot "
              rf"\lVert v_{{{k}}} W_O^{{{head}}} \rVert = {alpha:.4f} \times {float(f):.4f} = {alpha * float(f):.4f}")
     st.caption(f"Query {plain(f'{q}: {tokens[q]}')}, key {plain(f'{k}: {tokens[k]}')} (pick another cell in the "
-               f"explain panel below, or click it). W_O^{head} = the 32 rows of W_O that multiply head {head}'s context; "
+               f"explain panel below, or click it). W_O^{head} = the {heads.shape[1]} rows of W_O that multiply head {head}'s "
+               "context; "
                f"its output bias is shared by all heads and left out. The figure shows {float(norms[head, q, k]):.4f} "
                f"(difference {diff:.1e}).")
     st.divider()
-    explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=PREFIX)
+    explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=key_prefix)
 
 
 # ------------------------------------------------------------------ across layers: rollout and flow
@@ -354,3 +360,48 @@ def sections(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int
         head_types_table(sentences, padding, batch, color)
     across_layers(trace, sentences, padding, batch)
     pair_search(trace, sentences, padding, batch)
+
+
+# ------------------------------------------------------------------ the toy explorer and the causal page
+
+
+@memo("toy_trace")
+def toy_with_norms(settings) -> Trace:
+    """The explorer's toy trace (:func:`ui.compute.toy_trace`) plus ``norms`` of every layer (its seeded W_O)."""
+    from .compute import toy_trace
+
+    return with_norms(toy_trace(settings))
+
+
+def norm_stages(trace: Trace) -> tuple[str, ...]:
+    """``("norms",)`` when ``trace`` holds value-weighted norms (a reopened JSON trace has none: its W_O is unknown)."""
+    return ("norms",) if any(k.endswith(".attention.norms") for k in trace.stages) else ()
+
+
+@memo("causal_trace")
+def causal_with_norms(ids: tuple[int, ...], step, causal: bool) -> Trace:
+    """The causal page's trace (:func:`ui.causal_compute.causal_trace`) plus ``norms`` of both layers."""
+    from .causal_compute import causal_trace
+
+    return with_norms(causal_trace(ids, step, causal))
+
+
+def causal_overview(fig, trace: Trace, period: int | None, color: str):
+    """The causal page's overview faded by ``color``. Previous-token and induction are the page's own scores
+    (:func:`ui.causal_compute.sequence_scores`: key = query − 1, key = query − period + 1); the others are
+    :mod:`~transformer_core.analysis.head_types`'s (TransformerLens's duplicate-token pattern, self, broadness)."""
+    if color == "none":
+        return fig
+    if color in ("previous_token", "induction"):
+        from .causal_compute import sequence_scores
+
+        scores = np.array(sequence_scores(trace, period)[color], dtype=float)  # [layer][head]; None without a period
+    else:
+        table = head_types(trace, 0, (color,))
+        scores = table[color].to_numpy().reshape(trace.n_layers, -1)
+    if np.isnan(scores).all():
+        st.caption(f"No {SCORES[color]} score: the sequence does not repeat.")
+        return fig
+    st.caption(f"Tiles fade as their **{SCORES[color]}** score on this sequence falls; a red frame marks 0.25 or "
+               "more (thicker = higher).")
+    return score_overlay(fig, np.nan_to_num(scores), SCORES[color])
