@@ -7,6 +7,7 @@ student would (a link with a 12-token sentence), waits until every chart is draw
 
     python scripts/screenshot_pages.py            # all pages
     python scripts/screenshot_pages.py --out /tmp # elsewhere
+    python scripts/screenshot_pages.py --lang zh  # in Chinese, with Chinese sentences: page_<name>_zh.png
 """
 from __future__ import annotations
 
@@ -32,23 +33,37 @@ PAGES = {  # name → path, query, and optionally a text to scroll to
 }
 
 
+ZH_TEXT = "我们今天学习注意力机制，因为它很有用。"  # jieba: 我们 / 今天 / 学习 / 注意力 / 机制 / ， / 因为 / …
+ZH_PAGES = {  # the same views in Chinese (?lang=zh); texts to scroll to are the Chinese headings
+    "explorer": ("/", {"text": ZH_TEXT, "causal": 1}),
+    "explain": ("/", {"text": ZH_TEXT, "causal": 1, "q": 5, "k": 1, "head": 2}, "解释这个数"),
+    "minilm": ("/minilm", {"text": ZH_TEXT + "\nThe cat sat on the mat.", "layer": 2, "head": 9}),
+    "masks_lab": ("/masks_lab", {"text": ZH_TEXT + "\n猫累了。", "mask": "both"}),
+    "pipeline": ("/pipeline", {"text": ZH_TEXT, "step": "Attention"}),
+    "causal": ("/causal", {"layer": 1, "head": 1, "checkpoint": 4000}, "全部 2 层"),
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="the app's language (default en)")
     args = parser.parse_args()
+    pages = ZH_PAGES if args.lang == "zh" else PAGES
+    suffix = "_zh" if args.lang == "zh" else ""
     if (why := chromium_missing()):
         print(f"cannot take screenshots: {why}", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     with streamlit_server() as url, browser() as chromium:
-        for name, (path, query, *scroll) in PAGES.items():
+        for name, (path, query, *scroll) in pages.items():
             page = chromium.new_page(viewport={"width": 1280, "height": 720})
-            page.goto(f"{url}{path}?{urllib.parse.urlencode(query)}")
+            page.goto(f"{url}{path}?{urllib.parse.urlencode({**query, 'lang': args.lang})}")
             wait_idle(page)
             if scroll:
                 page.get_by_text(scroll[0]).first.evaluate("el => el.scrollIntoView({block: 'start'})")
                 page.wait_for_timeout(500)
-            target = args.out / f"page_{name}.png"
+            target = args.out / f"page_{name}{suffix}.png"
             page.screenshot(path=str(target))
             print(target.relative_to(ROOT) if target.is_relative_to(ROOT) else target)
             page.close()
