@@ -19,8 +19,9 @@ BAD = re.compile(r"\b(nan|inf|infinity)\b|Traceback", re.IGNORECASE)
 def visible_text(at) -> str:
     """Every text the page shows (notes, Markdown, captions, LaTeX, metrics, table cells), one string."""
     parts = []
+    # not st.code: the masks lab prints Python's own output there as a lesson (float16 −1e9 → -inf)
     for kind in ("markdown", "caption", "info", "warning", "error", "success", "latex", "text", "title", "subheader",
-                 "header", "toast", "metric", "code"):
+                 "header", "toast", "metric"):
         parts += [str(getattr(e, "value", "")) for e in at.get(kind)]
     for table in at.dataframe:
         frame = table.value

@@ -57,7 +57,9 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
     k = c2.select_slider("top-k", TOP_K, key="causal_top_k")
     p_choice = c3.select_slider("top-p", TOP_P, key="causal_top_p", format_func=_text)
     p = None if p_choice == "off" else float(p_choice)
-    pos = st.slider("Position (its next token is predicted)", 0, len(ids) - 1, key="causal_pred_pos")
+    # one token: a slider from 0 to 0 is refused by Streamlit (StreamlitInvalidMinMaxError), and there is one position
+    pos = st.slider("Position (its next token is predicted)", 0, len(ids) - 1, key="causal_pred_pos") \
+        if len(ids) > 1 else 0
     logits = trace.stages["logits"][0]  # [pos, vocab]
     probs = softmax_t(logits, t)  # [pos, vocab] float64
     target = str(ids[pos + 1]) if pos + 1 < len(ids) else None
