@@ -17,6 +17,7 @@ from ui import causal_compute as causal
 from ui import ablation, predictions
 from ui import minilm_moves as moves
 from ui.markdown import plain
+from ui import i18n
 from ui.i18n import _
 from ui.numbers import number
 
@@ -79,7 +80,7 @@ step = s1.select_slider(_("Training checkpoint (step)"), options=steps, key="cau
                                "loss — happens between steps 300 and 800."))
 mask_on = s2.toggle(_("Mask the future (as trained)"), key="causal_mask",
                     help=_("The model was trained with it. Off: every query may also read the tokens after it."))
-st.plotly_chart(causal.loss_curve(step), key="causal_loss_curve",
+st.plotly_chart(causal.loss_curve(step, i18n.language()), key="causal_loss_curve",
                 config=figures.chart_config("causal_loss_curve"))
 
 try:

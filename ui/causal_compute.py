@@ -17,6 +17,7 @@ from transformer_core.models.causal import (CAUSAL_CONFIG, induction_score, prev
 from transformer_core.records.trace import Trace
 
 from .cache import memo
+from .i18n import _
 
 VOCAB = CAUSAL_CONFIG.vocab_size
 MAX_TOKENS = CAUSAL_CONFIG.max_positions
@@ -92,19 +93,20 @@ def future_share(trace: Trace) -> float:
 
 
 @st.cache_data(show_spinner=False)
-def loss_curve(step: int) -> go.Figure:
-    """The committed training loss per step (and a 50-step running mean), with checkpoint ``step`` marked."""
+def loss_curve(step: int, lang: str = "en") -> go.Figure:
+    """The committed training loss per step (and a 50-step running mean), with checkpoint ``step`` marked; its words
+    in ``lang`` (part of the cache key)."""
     log = training_log()
     losses = np.asarray(log["losses"])
     smooth = np.convolve(losses, np.ones(50) / 50, mode="valid")
     fig = go.Figure()
-    fig.add_scatter(x=np.arange(len(losses)), y=losses, mode="lines", name="loss per step",
+    fig.add_scatter(x=np.arange(len(losses)), y=losses, mode="lines", name=_("loss per step", lang),
                     line=dict(color="#c6dbef", width=1))
-    fig.add_scatter(x=np.arange(49, len(losses)), y=smooth, mode="lines", name="mean of 50 steps",
+    fig.add_scatter(x=np.arange(49, len(losses)), y=smooth, mode="lines", name=_("mean of 50 steps", lang),
                     line=dict(color="#08519c", width=2))
     fig.add_vline(x=step, line=dict(color="#d62728", width=2, dash="dash"),
-                  annotation_text=f"checkpoint: step {step}", annotation_position="top right")
-    fig.update_layout(height=260, margin=dict(l=50, r=10, t=30, b=40), xaxis_title="training step",
-                      yaxis_title="loss (nats)", legend=dict(orientation="h", y=1.15, x=0),
+                  annotation_text=_("checkpoint: step {step}", lang).format(step=step), annotation_position="top right")
+    fig.update_layout(height=260, margin=dict(l=50, r=10, t=30, b=40), xaxis_title=_("training step", lang),
+                      yaxis_title=_("loss (nats)", lang), legend=dict(orientation="h", y=1.15, x=0),
                       meta={"stage": "loss_curve", "step": step})
     return fig

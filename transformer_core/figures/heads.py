@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 from .stage import DIVERGING, SEQUENTIAL, SIGNED_STAGES, label
 from .overview import block_reduce, gutter_for, pool_for
 from ..records.trace import PATTERN_STAGES, Trace
+from ..text.i18n import N_, _
 
 MAX_TILE = 64  # cells per tile side; a tile is ~80 px wide on screen, so more could not be seen anyway
 MARKER_TRACE = 1  # curve number of the tile-centre markers
@@ -37,12 +38,13 @@ _ROW_TAG, _COL_TAG = "\u200b", "\u2060"  # invisible characters that make each t
 def _pooled_labels(tokens, n: int, step: int, role: str) -> list[str]:
     """One label per pooled cell: ``"query 3: cat"`` or ``"queries 10–11: the cat"``."""
     if step == 1:
-        return [f"{role} {label(tokens[i], i)}" for i in range(n)]
+        return [f"{_(role)} {label(tokens[i], i)}" for i in range(n)]
     out = []
     for cell in range(-(-n // step)):
         first, last = cell * step, min(n, (cell + 1) * step) - 1
         words = " ".join(tokens[first:last + 1])
-        out.append(f"{role} positions {first}–{last}: {label(words[:40], first).split(': ', 1)[1]}")
+        out.append(_("{role} positions {first}–{last}: {words}").format(
+            role=_(role), first=first, last=last, words=label(words[:40], first).split(": ", 1)[1]))
     return out
 
 
@@ -112,9 +114,9 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
     xs = [(_COL_TAG * c + cell_cols[j]) if j < m_c else f"·c{c}.{j}"
           for c in range(n_cols) for j in range(m_c + g_c)][:z.shape[1]]
     signed = stage in SIGNED_STAGES
-    what = ("largest value of the block" if step_r > 1 and stage == "norms"
-            else "largest weight of the block" if step_r > 1 and "weights" in stage
-            else "mean of the block" if step_r > 1 or step_c > 1 else "value")
+    what = _(N_("largest value of the block") if step_r > 1 and stage == "norms"
+             else N_("largest weight of the block") if step_r > 1 and "weights" in stage
+             else N_("mean of the block") if step_r > 1 or step_c > 1 else N_("value"))
     heat = go.Heatmap(
         z=z, x=xs, y=ys, zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
         colorscale=DIVERGING if signed else SEQUENTIAL, showscale=False, hoverongaps=False, xgap=0, ygap=0,
@@ -126,10 +128,11 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
         x=[xs[i] for i in cx], y=[ys[i] for i in cy], customdata=np.arange(n_heads, dtype=np.int16), mode="markers", showlegend=False,
         name="focus", marker=dict(size=max(14, int(tile_px * 0.45)), opacity=0, color="white", symbol="square"),
         selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
-        hovertemplate="head %{customdata}<br><b>click to focus this head</b><extra></extra>")
-    titles = [dict(x=x, y=r * (m_r + g_r) - 0.5, text=f"head {h}", showarrow=False, yanchor="bottom",
+        hovertemplate=_("head {head}").format(head="%{customdata}") + "<br><b>" + _("click to focus this head")
+        + "</b><extra></extra>")
+    titles = [dict(x=x, y=r * (m_r + g_r) - 0.5, text=_("head {head}").format(head=h), showarrow=False, yanchor="bottom",
                    font=dict(size=11), xref="x", yref="y")
-              for h, ((r, _), x) in enumerate(zip(centres, cx))]
+              for h, ((r, _col), x) in enumerate(zip(centres, cx))]
     width_cells, height_cells = z.shape[1], z.shape[0]
     height = int(height_cells * tile_px / side) + 30
     layout = dict(

@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 
 from .stage import SEQUENTIAL, label
 from ..records.trace import Trace
+from ..text.i18n import _
 
 TILE_TRACE = 1  # curve number of the tile-centre markers
 MAX_TILE = 32  # cells per tile side; longer inputs are pooled (a tile is ~55 px wide at 1280 px: more cells could not be seen)
@@ -100,11 +101,12 @@ def axis_labels(tokens, count: int, g: int, name: str, role: str, step: int = 1)
         if cell >= m:
             out.append(f"·{i}")
         elif step == 1:
-            out.append(f"{name} {tile} · {role} {label(tokens[cell], cell)}")
+            out.append(f"{_(name)} {tile} · {_(role)} {label(tokens[cell], cell)}")
         else:
             first, last = cell * step, min(n, (cell + 1) * step) - 1
             words = html.escape(" ".join(tokens[first:last + 1]))
-            out.append(f"{name} {tile} · {role} positions {first}–{last}: {words[:40]}")
+            out.append(f"{_(name)} {tile} · " + _("{role} positions {first}–{last}: {words}").format(
+                role=_(role), first=first, last=last, words=words[:40]))
     return out
 
 
@@ -134,7 +136,9 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
     xs = axis_labels(tokens, n_heads, g, "head", "key", step)
     ys = axis_labels(tokens, n_layers, g, "layer", "query", step)
     mid = (m - 1) // 2  # centre cell of a tile
-    what = value_name if step == 1 else f"largest {value_name} of the {step}×{step} block"
+    value_name = _(value_name)
+    what = value_name if step == 1 else _("largest {value} of the {step}×{step} block").format(value=value_name,
+                                                                                               step=step)
     heat = go.Heatmap(
         z=z, x=xs, y=ys, zmin=0.0, zmax=zmax, colorscale=SEQUENTIAL, hoverongaps=False,
         hovertemplate=f"%{{y}}<br>%{{x}}<br>{what} %{{z:.4f}}<extra></extra>",
@@ -146,7 +150,8 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
         customdata=np.array(cells, dtype=np.int16), mode="markers", showlegend=False, name="open",
         marker=dict(size=max(10, min(28, 2 * m)), opacity=0, color="white"),
         selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
-        hovertemplate="layer %{customdata[0]}, head %{customdata[1]}<br><b>click to open</b><extra></extra>",
+        hovertemplate=_("layer {layer}, head {head}").format(layer="%{customdata[0]}", head="%{customdata[1]}")
+        + "<br><b>" + _("click to open") + "</b><extra></extra>",
     )
     # white bands over the gutters: tiles stay apart even where their edges are blank (masked, grey)
     shapes = [dict(type="rect", xref="x", yref="paper", x0=h * (m + g) - g - 0.5, x1=h * (m + g) - 0.5, y0=0, y1=1,
@@ -167,11 +172,11 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
         # explicit ranges: the big transparent markers would otherwise pad the autorange (grey margins)
         xaxis=dict(type="category", range=[-0.5, len(xs) - 0.5], tickmode="array",
                    tickvals=[xs[h * (m + g) + mid] for h in range(n_heads)],
-                   ticktext=[f"head {h}" for h in range(n_heads)], side="top", showgrid=False, zeroline=False,
+                   ticktext=[_("head {head}").format(head=h) for h in range(n_heads)], side="top", showgrid=False, zeroline=False,
                    tickangle=0, automargin=True),
         yaxis=dict(type="category", range=[len(ys) - 0.5, -0.5], tickmode="array",
                    tickvals=[ys[lay * (m + g) + mid] for lay in range(n_layers)],
-                   ticktext=[f"layer {lay}" for lay in range(n_layers)], showgrid=False,
+                   ticktext=[_("layer {layer}").format(layer=lay) for lay in range(n_layers)], showgrid=False,
                    zeroline=False, automargin=True),
     )
     return go.Figure(data=[heat, centres], layout=layout)

@@ -14,23 +14,26 @@ screen. Conventions (plotly.py #4215: categorical axes merge repeated labels):
 from __future__ import annotations
 
 import html
+import unicodedata
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..records.trace import PATTERN_STAGES, Trace
+from ..text.i18n import N_, _
 
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"
 SIGNED_STAGES = {"scores", "masked_scores", "q", "k", "v", "context", "concat", "projected", "output",
                  "embeddings", "hidden"}
 STAGE_TITLES = {
-    "q": "Queries Q", "k": "Keys K", "v": "Values V",
-    "scores": "Raw scores QKᵀ/√d_k", "masked_scores": "Masked scores",
-    "weights": "Attention weights softmax(·)", "context": "Per-head context weights·V",
+    # English names, marked for the catalog: translate with _() where shown (Chinese: the tutorials' terms)
+    "q": N_("Queries Q"), "k": N_("Keys K"), "v": N_("Values V"),
+    "scores": N_("Raw scores QKᵀ/√d_k"), "masked_scores": N_("Masked scores"),
+    "weights": N_("Attention weights softmax(·)"), "context": N_("Per-head context weights·V"),
     "norms": "Value-weighted norms ‖α·f(x)‖",
 }
-STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": "score", "masked_scores": "score", "weights": "weight",
+STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": N_("score"), "masked_scores": N_("score"), "weights": N_("weight"),
                "context": "context", "norms": "norm"}
 EMPTY_ROW_MARK = "⊘"
 MAX_TICKS = 40  # every token labelled up to 40 per axis; beyond, every k-th (the hover names them all)
@@ -113,9 +116,17 @@ def range_note(stage: str, zrange: tuple[float, float], fixed: bool = False) -> 
     """What the colour range is, for a figure's caption: ``"colours 0 – 0.214 (largest weight shown)"``."""
     low, high = zrange
     if stage in ("weights", "dropped_weights"):
-        return ("colours fixed 0 – 1" if fixed and high == 1.0
-                else f"colours 0 – {high:.3g} (largest weight in rows with a choice; fixed 0–1 scale to compare)")
-    return f"colours {low:.3g} – {high:.3g}, symmetric around 0" if low == -high else f"colours {low:.3g} – {high:.3g}"
+        return (_("colours fixed 0 – 1") if fixed and high == 1.0
+                else _("colours 0 – {high} (largest weight in rows with a choice; fixed 0–1 scale to compare)").format(
+                    high=f"{high:.3g}"))
+    if low == -high:
+        return _("colours {low} – {high}, symmetric around 0").format(low=f"{low:.3g}", high=f"{high:.3g}")
+    return _("colours {low} – {high}").format(low=f"{low:.3g}", high=f"{high:.3g}")
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a proportional font, roughly: a CJK (East Asian wide) character counts 2."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
@@ -146,6 +157,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     n_rows, n_cols = matrix.shape
+    # words in the run's language (a text already translated by the caller stays as it is)
+    row_title, col_title, empty_note, value = _(row_title), _(col_title), _(empty_note), _("value")
     empty_rows = np.zeros(n_rows, bool) if empty_rows is None else np.asarray(empty_rows, bool)
     row_ticks, col_ticks = row_ticks or row_labels, col_ticks or col_labels
     ticks_y = [f"{EMPTY_ROW_MARK} {t}" if e else t for t, e in zip(row_ticks, empty_rows)]
@@ -158,12 +171,12 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         type="heatmap", name="values", z=blank_blocked(matrix, visible), x=xs, y=ys,
         zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=xgap, ygap=ygap, showscale=show_scale,
         colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10), title=dict(text=scale_title, font=dict(size=11))),
-        hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>value %{{z:.4f}}<extra></extra>",
+        hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{z:.4f}}<extra></extra>",
     )
     traces = [heat]
     # Blank cells have no hover of their own: a one-colour heatmap over them says why (uint8: 1 byte a cell).
     blank = ~np.isfinite(heat["z"])
-    for cells, text, colour in ((blocked & ~empty_rows[:, None], "masked", "#d9d9d9"),
+    for cells, text, colour in ((blocked & ~empty_rows[:, None], _("masked"), "#d9d9d9"),
                                 (blank & empty_rows[:, None], empty_note, "#b8b8b8")):
         if cells.any():
             traces.append(dict(
@@ -174,7 +187,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     # ticklabeloverflow="allow" skips Plotly's per-label overflow check (most of the draw time at
     # 128 tokens in a browser profile). Beyond MAX_TICKS, label every k-th position.
     xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
-    longest = max((len(html.unescape(col_ticks[i])) for i in xticks), default=1)
+    longest = max((display_width(html.unescape(col_ticks[i])) for i in xticks), default=1)  # 你好 = 4, as wide as abcd
     # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
     angle = 0 if longest * 7 <= width_px / max(1, len(xticks)) else -90
     size = height or (390 if n_rows <= 24 else 520)
@@ -218,7 +231,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     if zrange is None:
         zrange = stage_range(trace, stage, batch, layer, fixed=fixed)
     colorscale = DIVERGING if stage in SIGNED_STAGES else SEQUENTIAL
-    caption = f"head {head}" if title is None else title
+    caption = _("head {head}").format(head=head) if title is None else title
     common = dict(zrange=zrange, colorscale=colorscale, meta=meta, show_scale=show_scale, height=height,
                   title=f"{caption}<br><span style='font-size:11px'>{range_note(stage, zrange, fixed)}</span>",
                   scale_title=STAGE_SHORT.get(stage, stage), row_ticks=ticks)
@@ -233,7 +246,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
             add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
         return fig
     cols = [f"d{j}" for j in range(data.shape[-1])]
-    return heatmap(data, rows, cols, row_title="position", col_title="dimension", **common)
+    return heatmap(data, rows, cols, row_title=_("position"), col_title=_("dimension"), **common)
 
 
 def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> None:
@@ -248,13 +261,15 @@ def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> N
     n_rows, n_cols = values.shape
     qs, ks = np.divmod(np.arange(n_rows * n_cols), n_cols)
     flat = np.asarray(values, np.float64).ravel()
-    text = ["masked" if not np.isfinite(v) else f"value {v:.4f}" for v in flat]
+    masked, value = _("masked"), _("value")
+    text = [masked if not np.isfinite(v) else f"{value} {v:.4f}" for v in flat]
     fig.add_trace(go.Scatter(
         x=[labels[k] for k in ks], y=[labels[q] for q in qs], customdata=np.stack([qs, ks], axis=1).tolist(),
         text=text, mode="markers", name="cells",
         showlegend=False, marker=dict(size=max(8, min(30, 360 // max(n_rows, 1))), symbol="square", opacity=0),
         selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
-        hovertemplate="query %{y}<br>key %{x}<br>%{text}<br><b>click to explain</b><extra></extra>"))
+        hovertemplate=_("query") + " %{y}<br>" + _("key") + " %{x}<br>%{text}<br><b>" + _("click to explain")
+        + "</b><extra></extra>"))
     fig.update_layout(clickmode="event+select", hovermode="closest", dragmode=False)
 
 
