@@ -122,3 +122,21 @@ def test_bad_links_fall_back_with_a_note():
         assert what in notes
     assert (at.query_params["view"], at.query_params["pair"], at.query_params["color"]) == ("off", "none", "none")
     assert not by_stage(at, "rollout")
+
+
+def test_a_ranked_row_opens_its_head():
+    """The pair and head-type tables are sorted, so row r opens the r-th (layer, head) of the order, not r's divmod."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from ui.minilm_moves import open_ranked
+
+        st.session_state["event"] = {"selection": {"rows": [1]}}
+        open_ranked("event", ((3, 4), (5, 11), (0, 2)))
+        st.write(st.session_state["minilm_layer"], st.session_state["minilm_head"])
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert not at.exception
+    assert [m.value for m in at.markdown] == ["`5` `11`"]  # layer 5, head 11: the second row of the order

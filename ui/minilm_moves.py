@@ -15,6 +15,7 @@ The all-layer data (weights and ‖f_h(x_j)‖ of every layer) is one model run,
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import partial
 
@@ -274,9 +275,16 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
                "most. Right: layer 5 alone, on the same colour range.")
     frame = pd.DataFrame(values, index=[f"{i}: {t}" for i, t in enumerate(tokens)],
                          columns=[f"{j}: {t}" for j, t in enumerate(tokens)])
-    st.download_button(f"⬇ {view} as CSV", data=frame.to_csv(float_format="%.6g"), key=f"{PREFIX}across_csv",
-                       file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
-                       on_click="ignore")
+    document = {"view": view, "tokens": list(tokens), "rows": "output position after the last layer",
+                "columns": "input token", "values": values.tolist(), "last_layer_mean_weights": last.tolist()}
+    csv_col, json_col = st.columns(2)
+    csv_col.download_button(f"⬇ {view} as CSV", data=frame.to_csv(float_format="%.9g"), key=f"{PREFIX}across_csv",
+                            file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
+                            on_click="ignore", width="stretch")
+    json_col.download_button(f"⬇ {view} and layer 5's mean weights as JSON", data=json.dumps(document),
+                             key=f"{PREFIX}across_json", file_name=figures.figure_filename(view, None, None, tokens,
+                                                                                          "json"),
+                             mime="application/json", on_click="ignore", width="stretch")
 
 
 # ------------------------------------------------------------------ token pair and head-type tables
