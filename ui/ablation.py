@@ -21,10 +21,11 @@ from transformer_core.figures.stage import chart_config
 
 from .cache import memo
 from .failover import moved_this_run
+from .i18n import N_, _
 from .markdown import plain
 from .state import bind_url
 
-MODE_LABELS = {"zero": "zero (context = 0, as head_mask did)", "mean": "mean (context = its mean over real tokens)"}
+MODE_LABELS = {"zero": N_("zero (context = 0, as head_mask did)"), "mean": N_("mean (context = its mean over real tokens)")}
 
 
 def _names(n_layers: int, n_heads: int) -> list[str]:
@@ -44,8 +45,8 @@ def bind_heads(key: str, n_layers: int, n_heads: int, default: tuple[str, ...] =
             try:
                 ss[key] = [f"L{lay}H{h}" for lay, h in parse_heads(raw, n_layers, n_heads)]
             except ValueError as err:
-                st.warning(f"URL parameter {plain('ablate=' + str(raw)[:40])} ignored ({plain(str(err))}); "
-                           "no head is ablated.", icon=":material/warning:")
+                st.warning(_("URL parameter {param} ignored ({why}); no head is ablated.").format(
+                    param=plain("ablate=" + str(raw)[:40]), why=plain(str(err))), icon=":material/warning:")
     text = format_heads(parse_heads(",".join(ss[key]), n_layers, n_heads))
     if raw != text:
         st.query_params["ablate"] = text
@@ -53,9 +54,9 @@ def bind_heads(key: str, n_layers: int, n_heads: int, default: tuple[str, ...] =
 
 def click_toggle(prefix: str) -> bool:
     """A toggle: clicks on overview tiles ablate heads instead of opening them."""
-    return st.toggle("Click tiles to ablate heads", key=f"{prefix}ablate_click",
-                     help="On: a click on a tile's centre adds that head to (or removes it from) the ablated heads "
-                          "of “What a head does” below. Off: a click opens the head.")
+    return st.toggle(_("Click tiles to ablate heads"), key=f"{prefix}ablate_click",
+                     help=_("On: a click on a tile's centre adds that head to (or removes it from) the ablated heads "
+                            "of “What a head does” below. Off: a click opens the head."))
 
 
 def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, prefix: str) -> None:
@@ -83,9 +84,10 @@ def _controls(prefix: str, n_layers: int, n_heads: int, default: tuple[str, ...]
     bind_heads(f"{prefix}ablate", n_layers, n_heads, default)
     bind_url(f"{prefix}ablate_mode", "ablate_mode", MODES, "zero")
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
-    picked = c1.multiselect("Heads to ablate", _names(n_layers, n_heads), key=f"{prefix}ablate",
-                            placeholder="pick heads, e.g. L3H7", help="Layer L, head H. In the URL: ablate=L3H7,L4H2")
-    mode = c2.radio("Ablation", MODES, key=f"{prefix}ablate_mode", format_func=MODE_LABELS.get, horizontal=False)
+    picked = c1.multiselect(_("Heads to ablate"), _names(n_layers, n_heads), key=f"{prefix}ablate",
+                            placeholder=_("pick heads, e.g. L3H7"), help=_("Layer L, head H. In the URL: ablate=L3H7,L4H2"))
+    modes = {m: _(label) for m, label in MODE_LABELS.items()}  # translated now (format_func may run later)
+    mode = c2.radio(_("Ablation"), MODES, key=f"{prefix}ablate_mode", format_func=modes.get, horizontal=False)
     return parse_heads(",".join(picked), n_layers, n_heads), mode
 
 
@@ -112,10 +114,10 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
                    n_layers: int = 6, n_heads: int = 12) -> None:
     """"What a head does" on MiniLM: pick heads, see the embedding cosine, each layer's shift, a later
     layer's weights ablated beside intact, the nearest sentence; rank all heads on request."""
-    st.subheader("What a head does: knock heads out")
-    st.caption("Attention weights only *suggest* what a head is for. Remove the head — set its context to zero before "
-               "W_O, or to its mean over the sentence — and measure what changes in the sentence embedding (mean "
-               "over real tokens, L2-normalised, as all-MiniLM-L6-v2 is used) and in every later layer.")
+    st.subheader(_("What a head does: knock heads out"))
+    st.caption(_("Attention weights only *suggest* what a head is for. Remove the head — set its context to zero before "
+                 "W_O, or to its mean over the sentence — and measure what changes in the sentence embedding (mean "
+                 "over real tokens, L2-normalised, as all-MiniLM-L6-v2 is used) and in every later layer."))
     heads, mode = _controls("minilm_", n_layers, n_heads, ())
     fmt = st.session_state.get("shared_image_format", "png")
     if heads:
@@ -125,12 +127,13 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
         out = _effects(sentences, padding, heads, mode, batch, st.session_state["minilm_ablate_layer"])
         text = format_heads(heads)
         cos = float(out["cosine"][batch])
-        st.markdown(f"**Ablating {text}** ({mode}): sentence {batch}'s embedding has cosine **{cos:.4f}** with the "
-                    f"intact one (1 = unchanged). Layers before {first} do not move; from layer {first} on:")
+        st.markdown(_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
+                      "one (1 = unchanged). Layers before {first} do not move; from layer {first} on:").format(
+            heads=text, mode=mode, b=batch, cos=f"{cos:.4f}", first=first))
         st.plotly_chart(figs.shift_figure(out["shift"][:, batch], cos, text, batch), key="minilm_ablate_shift",
                         config=chart_config(f"ablation_{text}_shift", fmt))
-        layer = st.select_slider("Later layer to compare", later, key="minilm_ablate_layer",
-                                 help="Its attention weights, intact (top row) beside ablated (bottom row).")
+        layer = st.select_slider(_("Later layer to compare"), later, key="minilm_ablate_layer",
+                                 help=_("Its attention weights, intact (top row) beside ablated (bottom row)."))
         tr = out["trace"]
         st.plotly_chart(figs.weights_beside(out["weights"]["intact"], out["weights"]["ablated"], tr.tokens[batch],
                                             layer=layer, visible=tr.visible(batch)),
@@ -138,16 +141,16 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
         if len(sentences) > 1:
             near = out["nearest"]
             st.dataframe(pd.DataFrame({
-                "sentence": list(labels), "cosine ablated·intact": out["cosine"],
-                "nearest other (intact)": [labels[j] if j is not None else "" for j in near["intact"]],
-                "nearest other (ablated)": [labels[j] if j is not None else "" for j in near["ablated"]],
-                "changed": [a != b for a, b in zip(near["intact"], near["ablated"])]}),
+                _("sentence"): list(labels), _("cosine ablated·intact"): out["cosine"],
+                _("nearest other (intact)"): [labels[j] if j is not None else "" for j in near["intact"]],
+                _("nearest other (ablated)"): [labels[j] if j is not None else "" for j in near["ablated"]],
+                _("changed"): [a != b for a, b in zip(near["intact"], near["ablated"])]}),
                 hide_index=True, key="minilm_ablate_nearest",
-                column_config={"cosine ablated·intact": st.column_config.NumberColumn(format="%.5f")})
+                column_config={_("cosine ablated·intact"): st.column_config.NumberColumn(format="%.5f")})
         _downloads(out, text, mode, labels)
     else:
-        st.caption("Pick heads above (or turn on **Click tiles to ablate heads** by the overview) to see what "
-                   "removing them does.")
+        st.caption(_("Pick heads above (or turn on **Click tiles to ablate heads** by the overview) to see what "
+                     "removing them does."))
     _rank(sentences, padding, batch, mode, fmt)
 
 
@@ -158,26 +161,27 @@ def _downloads(out: dict, text: str, mode: str, labels) -> None:
     data = {"ablate": text, "mode": mode, "sentences": list(labels), "cosine": out["cosine"].tolist(),
             "shift_by_layer": out["shift"].tolist(), "nearest": out["nearest"]}
     c1, c2 = st.columns(2)
-    c1.download_button("⬇ Effects as CSV", frame.to_csv(index=False), file_name=f"ablation_{text}.csv",
+    c1.download_button("⬇ " + _("Effects as CSV"), frame.to_csv(index=False), file_name=f"ablation_{text}.csv",
                        mime="text/csv", key="minilm_ablate_csv", on_click="ignore", width="stretch")
-    c2.download_button("⬇ Effects as JSON", json.dumps(data, indent=1), file_name=f"ablation_{text}.json",
+    c2.download_button("⬇ " + _("Effects as JSON"), json.dumps(data, indent=1), file_name=f"ablation_{text}.json",
                        mime="application/json", key="minilm_ablate_json", on_click="ignore", width="stretch")
 
 
 def _rank(sentences, padding, batch, mode, fmt) -> None:
     ss = st.session_state
     key = (sentences, padding, mode)
-    if st.button("Rank the heads: ablate each of the 72 alone", key="minilm_rank_button", icon=":material/sort:"):
-        bar = st.progress(0.0, text="Ablating the heads of layer 0 …")
+    if st.button(_("Rank the heads: ablate each of the 72 alone"), key="minilm_rank_button", icon=":material/sort:"):
+        bar = st.progress(0.0, text=_("Ablating the heads of layer 0 …"))
+        passes = _("{done} of {total} passes (one per layer's heads) done")
 
         def progress(done: int, total: int) -> None:
-            bar.progress(done / total, text=f"{done} of {total} passes (one per layer's heads) done")
+            bar.progress(done / total, text=passes.format(done=done, total=total))
 
         ss["minilm_rank"] = (key, _ranked(sentences, padding, mode, progress=progress)["cosine"])
         bar.empty()
     if ss.get("minilm_rank", (None,))[0] != key:
-        st.caption("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time: a few seconds) "
-                   "and sorts them by how far the embedding moves.")
+        st.caption(_("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time: a few seconds) "
+                     "and sorts them by how far the embedding moves."))
         return
     cosine = ss["minilm_rank"][1]
     st.plotly_chart(figs.rank_figure(cosine, batch), key="minilm_rank_chart",
@@ -185,7 +189,7 @@ def _rank(sentences, padding, batch, mode, fmt) -> None:
     table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "1 − cosine": float(1 - cosine[lay, h, batch])}
                           for lay in range(cosine.shape[0]) for h in range(cosine.shape[1])])
     table = table.sort_values("1 − cosine", ascending=False, kind="stable")
-    st.download_button("⬇ Ranking as CSV", table.to_csv(index=False), file_name=f"ablation_rank_{mode}.csv",
+    st.download_button("⬇ " + _("Ranking as CSV"), table.to_csv(index=False), file_name=f"ablation_rank_{mode}.csv",
                        mime="text/csv", key="minilm_rank_csv", on_click="ignore")
 
 
@@ -205,21 +209,21 @@ def _causal_curve(heads: tuple, mode: str) -> dict:
     from transformer_core.models.causal import checkpoint_steps
 
     steps = checkpoint_steps()
-    with st.spinner("Measuring every checkpoint …"):
+    with st.spinner(_("Measuring every checkpoint …")):
         return {"steps": steps, "rows": {s: (_measure(s, (), "zero"), _measure(s, heads, mode)) for s in steps}}
 
 
 def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
     """"What a head does" on the causal model: induction accuracy and loss on the held-out repeated
     sequences per checkpoint, with the chosen heads ablated beside intact."""
-    st.subheader("What a head does: knock heads out")
-    st.caption("Ablate heads and measure the model on 64 held-out random sequences of period 24 repeated once: "
-               "**induction accuracy** = how often its top prediction is right in the repeat (only copying can do it; "
-               "chance 1/64). Try layer 1's four induction heads, then L0H0, the previous-token head that feeds them, "
-               "then another layer-0 head.")
+    st.subheader(_("What a head does: knock heads out"))
+    st.caption(_("Ablate heads and measure the model on 64 held-out random sequences of period 24 repeated once: "
+                 "**induction accuracy** = how often its top prediction is right in the repeat (only copying can do it; "
+                 "chance 1/64). Try layer 1's four induction heads, then L0H0, the previous-token head that feeds them, "
+                 "then another layer-0 head."))
     heads, mode = _controls("causal_", n_layers, n_heads, tuple(f"L1H{h}" for h in range(n_heads)))
     if not heads:
-        st.caption("Pick heads above to ablate them.")
+        st.caption(_("Pick heads above to ablate them."))
         return
     text = format_heads(heads)
     curve = _causal_curve(heads, mode)
@@ -229,14 +233,19 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
     st.plotly_chart(figs.causal_figure(steps, [rows[s][0]["accuracy"]["repeat"] for s in steps],
                                        [rows[s][1]["accuracy"]["repeat"] for s in steps], intact["chance"], text, step),
                     key="causal_ablate_curve", config=chart_config(f"ablation_{text}_induction", fmt))
-    frame = pd.DataFrame([{"model": name, "loss first period": m["loss"]["first"], "loss repeat": m["loss"]["repeat"],
-                           "accuracy first period": m["accuracy"]["first"], "induction accuracy": m["accuracy"]["repeat"]}
+    frame = pd.DataFrame([{N_("model"): name, N_("loss first period"): m["loss"]["first"],
+                           N_("loss repeat"): m["loss"]["repeat"], N_("accuracy first period"): m["accuracy"]["first"],
+                           N_("induction accuracy"): m["accuracy"]["repeat"]}
                           for name, m in (("intact", intact), (f"{text} ablated ({mode})", ablated))])
-    st.markdown(f"At step {step}: induction accuracy **{intact['accuracy']['repeat']:.1%}** intact, "
-                f"**{ablated['accuracy']['repeat']:.1%}** with {text} ablated (chance {intact['chance']:.1%}).")
-    st.dataframe(frame, hide_index=True, key="causal_ablate_table", column_config={
-        c: st.column_config.NumberColumn(format="%.3f") for c in frame.columns if c != "model"})
-    st.download_button("⬇ Per checkpoint as CSV", pd.DataFrame([
+    st.markdown(_("At step {step}: induction accuracy **{intact}** intact, **{ablated}** with {heads} ablated (chance "
+                  "{chance}).").format(step=step, intact=f"{intact['accuracy']['repeat']:.1%}",
+                                       ablated=f"{ablated['accuracy']['repeat']:.1%}", heads=text,
+                                       chance=f"{intact['chance']:.1%}"))
+    shown = frame.rename(columns=lambda c: _(c))  # headers in the learner's language (the CSV keeps English)
+    shown.iloc[:, 0] = [_("intact"), _("{heads} ablated ({mode})").format(heads=text, mode=mode)]
+    st.dataframe(shown, hide_index=True, key="causal_ablate_table", column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[1:]})
+    st.download_button("⬇ " + _("Per checkpoint as CSV"), pd.DataFrame([
         {"step": s, "ablated": text, "mode": mode, "accuracy intact": rows[s][0]["accuracy"]["repeat"],
          "accuracy ablated": rows[s][1]["accuracy"]["repeat"], "loss repeat intact": rows[s][0]["loss"]["repeat"],
          "loss repeat ablated": rows[s][1]["loss"]["repeat"]} for s in steps]).to_csv(index=False),

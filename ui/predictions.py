@@ -16,6 +16,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.trace import Trace
 
 from .cache import memo
+from .i18n import N_, _
 from .state import bind_url
 
 TEMPERATURES = (0.01, 0.05, 0.1, 0.2, 0.5, 0.7, 1.0, 1.5, 2.0, 5.0, 10.0, 100.0)
@@ -41,24 +42,25 @@ def _sample(ids: tuple[int, ...], step: int, temperature: float, k: int, p: floa
 def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None:
     """Top-k next tokens at one position under a temperature, every position's prediction as a table,
     and a seeded sampled continuation drawn with the loss at every position."""
-    st.subheader("Next-token predictions")
-    st.caption("At every position the model gives a probability to each of the 64 tokens being next: "
-               "softmax(logits / T). **T** (temperature) divides the logits: below 1 sharpens (T → 0 picks the "
-               "most likely token), above 1 flattens (T = 100 is nearly uniform). **top-k** keeps the k most likely "
-               "tokens, **top-p** the fewest whose probabilities reach p; the rest is one grey “other” bar, so the "
-               "bars add up to 1.")
+    st.subheader(_("Next-token predictions"))
+    st.caption(_("At every position the model gives a probability to each of the 64 tokens being next: "
+                 "softmax(logits / T). **T** (temperature) divides the logits: below 1 sharpens (T → 0 picks the "
+                 "most likely token), above 1 flattens (T = 100 is nearly uniform). **top-k** keeps the k most likely "
+                 "tokens, **top-p** the fewest whose probabilities reach p; the rest is one grey “other” bar, so the "
+                 "bars add up to 1."))
     bind_url("causal_temp", "temp", TEMPERATURES, 1.0, to_text=_text)
     bind_url("causal_top_k", "top_k", TOP_K, 10)
     bind_url("causal_top_p", "top_p", TOP_P, "off", to_text=_text)
     bind_url("causal_pred_pos", "pred_pos", range(len(ids)), min(len(ids) - 1, (period or 0) + 2))
     bind_url("causal_sample_seed", "sample_seed", range(1000), 0)
     c1, c2, c3 = st.columns([2, 1.4, 1.4])
-    t = c1.select_slider("Temperature T", TEMPERATURES, key="causal_temp", format_func=_text)
+    t = c1.select_slider(_("Temperature T"), TEMPERATURES, key="causal_temp", format_func=_text)
     k = c2.select_slider("top-k", TOP_K, key="causal_top_k")
-    p_choice = c3.select_slider("top-p", TOP_P, key="causal_top_p", format_func=_text)
+    p_shown = {v: _("off") if v == "off" else _text(v) for v in TOP_P}  # the URL keeps "off"
+    p_choice = c3.select_slider("top-p", TOP_P, key="causal_top_p", format_func=p_shown.get)
     p = None if p_choice == "off" else float(p_choice)
     # one token: a slider from 0 to 0 is refused by Streamlit (StreamlitInvalidMinMaxError), and there is one position
-    pos = st.slider("Position (its next token is predicted)", 0, len(ids) - 1, key="causal_pred_pos") \
+    pos = st.slider(_("Position (its next token is predicted)"), 0, len(ids) - 1, key="causal_pred_pos") \
         if len(ids) > 1 else 0
     logits = trace.stages["logits"][0]  # [pos, vocab]
     probs = softmax_t(logits, t)  # [pos, vocab] float64
@@ -70,21 +72,22 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
                     config=chart_config(f"predictions_pos{pos}_T{_text(t)}", fmt))
     loss = trace.stages["token_loss"][0]  # [pos−1], T = 1
     table = pd.DataFrame({
-        "position": np.arange(len(ids) - 1), "token": ids[:-1], "next token": ids[1:],
-        "top prediction": probs[:-1].argmax(-1), "its probability": probs[:-1].max(-1),
-        "probability of next token": probs[np.arange(len(ids) - 1), ids[1:]], "loss (nats, T = 1)": loss})
-    with st.expander("Every position's prediction (table, CSV)", icon=":material/table:"):
-        st.dataframe(table, hide_index=True, key="causal_pred_table", column_config={
-            c: st.column_config.NumberColumn(format="%.4f")
-            for c in ("its probability", "probability of next token", "loss (nats, T = 1)")})
-        st.download_button("⬇ Predictions as CSV", table.to_csv(index=False), mime="text/csv",
+        N_("position"): np.arange(len(ids) - 1), N_("token"): ids[:-1], N_("next token"): ids[1:],
+        N_("top prediction"): probs[:-1].argmax(-1), N_("its probability"): probs[:-1].max(-1),
+        N_("probability of next token"): probs[np.arange(len(ids) - 1), ids[1:]], N_("loss (nats, T = 1)"): loss})
+    with st.expander(_("Every position's prediction (table, CSV)"), icon=":material/table:"):
+        # headers in the learner's language on screen; the CSV keeps the English ones
+        st.dataframe(table.rename(columns=lambda c: _(c)), hide_index=True, key="causal_pred_table", column_config={
+            _(c): st.column_config.NumberColumn(format="%.4f")
+            for c in (N_("its probability"), N_("probability of next token"), N_("loss (nats, T = 1)"))})
+        st.download_button("⬇ " + _("Predictions as CSV"), table.to_csv(index=False), mime="text/csv",
                            file_name=f"predictions_step{step}_T{_text(t)}.csv", key="causal_pred_csv",
                            on_click="ignore")
 
-    st.markdown("**Sample a continuation** with these T, top-k and top-p (seeded: the same seed draws the same "
-                "tokens). The line is the model's loss at every position: high on the first period, low on the "
-                "repeat — and on the sampled tokens, when they continue the repetition.")
-    seed = st.number_input("Sampling seed", 0, 999, key="causal_sample_seed")
+    st.markdown(_("**Sample a continuation** with these T, top-k and top-p (seeded: the same seed draws the same "
+                  "tokens). The line is the model's loss at every position: high on the first period, low on the "
+                  "repeat — and on the sampled tokens, when they continue the repetition."))
+    seed = st.number_input(_("Sampling seed"), 0, 999, key="causal_sample_seed")
     drawn = _sample(tuple(ids), step, t, k, p, int(seed))
     new = drawn["ids"][drawn["n_prompt"]:]
     st.code(" ".join(map(str, drawn["ids"][:drawn["n_prompt"]])) + "  →  " + " ".join(map(str, new)), language=None)

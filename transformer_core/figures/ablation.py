@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from ..text.i18n import _
 from .heads import tiled_heads
 
 INTACT, ABLATED = "#08519c", "#d62728"
@@ -20,13 +21,14 @@ def shift_figure(shift: np.ndarray, cosine: float, heads: str, batch: int = 0, h
     the title gives the embedding cosine. ``heads`` is the ablated list as text (``L3H7,L4H2``)."""
     n = len(shift)
     fig = go.Figure(go.Bar(
-        x=[f"layer {i}" for i in range(n)], y=np.asarray(shift, np.float64), marker_color=ABLATED,
+        x=[_("layer {layer}").format(layer=i) for i in range(n)], y=np.asarray(shift, np.float64), marker_color=ABLATED,
         text=[f"{v:.1%}" for v in shift], textposition="outside", cliponaxis=False,
-        hovertemplate="%{x}: output moved %{y:.2%} of its length<extra></extra>"))
+        hovertemplate="%{x}: " + _("output moved {share} of its length").format(share="%{y:.2%}") + "<extra></extra>"))
     fig.update_layout(
-        title=dict(text=f"Ablating {heads}: how far each layer's output moved (sentence {batch}); "
-                        f"embedding cosine ablated·intact = {cosine:.4f}", font=dict(size=13), x=0),
-        height=height, margin=dict(l=50, r=10, t=40, b=30), yaxis=dict(title="relative L2 change", tickformat=".0%",
+        title=dict(text=_("Ablating {heads}: how far each layer's output moved (sentence {b}); embedding cosine "
+                          "ablated·intact = {cosine}").format(heads=heads, b=batch, cosine=f"{cosine:.4f}"),
+                   font=dict(size=13), x=0),
+        height=height, margin=dict(l=50, r=10, t=40, b=30), yaxis=dict(title=_("relative L2 change"), tickformat=".0%",
                                                                       rangemode="tozero"),
         meta={"stage": "ablation_shift", "batch": batch, "heads": heads, "cosine": float(cosine)})
     return fig
@@ -40,10 +42,10 @@ def weights_beside(intact: np.ndarray, ablated: np.ndarray, tokens, *, layer: in
     fig = tiled_heads(np.concatenate([intact, ablated]), tokens, "weights", visible=visible, zrange=(0.0, 1.0),
                       n_cols=n_heads, tile_px=tile_px, meta={"layer": layer})
     for i, note in enumerate(fig.layout.annotations):
-        note.text = f"head {i % n_heads}"
-    fig.add_annotation(text="<b>intact</b>", xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
+        note.text = _("head {head}").format(head=i % n_heads)
+    fig.add_annotation(text=f"<b>{_('intact')}</b>", xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
                        showarrow=False, textangle=-90, font=dict(color=INTACT))
-    fig.add_annotation(text="<b>ablated</b>", xref="paper", yref="paper", x=0, y=0.0, xanchor="right",
+    fig.add_annotation(text=f"<b>{_('ablated')}</b>", xref="paper", yref="paper", x=0, y=0.0, xanchor="right",
                        yanchor="bottom", showarrow=False, textangle=-90, font=dict(color=ABLATED))
     fig.update_layout(margin=dict(l=28, r=4, t=22, b=4), dragmode="zoom", clickmode="none",
                       meta={**fig.layout.meta, "stage": "ablation_weights"})
@@ -59,10 +61,10 @@ def rank_figure(cosine: np.ndarray, batch: int = 0, top: int = 20, height: int =
     fig = go.Figure(go.Bar(
         x=effect.ravel()[order], y=names, orientation="h", marker_color=ABLATED,
         text=[f"{v:.4f}" for v in effect.ravel()[order]], textposition="outside", cliponaxis=False,
-        hovertemplate="%{y} alone: 1 − cosine = %{x:.5f}<extra></extra>"))
+        hovertemplate=_("{head} alone: 1 − cosine = {value}").format(head="%{y}", value="%{x:.5f}") + "<extra></extra>"))
     fig.update_layout(
-        title=dict(text=f"Each of the {effect.size} heads ablated alone: the {top} that move sentence {batch}'s "
-                        "embedding most (1 − cosine to intact)", font=dict(size=13), x=0),
+        title=dict(text=_("Each of the {n} heads ablated alone: the {top} that move sentence {b}'s embedding most (1 − "
+                          "cosine to intact)").format(n=effect.size, top=top, b=batch), font=dict(size=13), x=0),
         height=height, margin=dict(l=60, r=40, t=40, b=30),
         yaxis=dict(autorange="reversed", type="category"), xaxis=dict(title="1 − cosine", rangemode="tozero"),
         meta={"stage": "ablation_rank", "batch": batch, "order": names})
@@ -74,14 +76,16 @@ def causal_figure(steps: list[int], intact: list[float], ablated: list[float], c
     """Induction accuracy (top-1 on the repeat of held-out sequences) per training checkpoint, intact
     and with ``heads`` ablated, with chance (1/vocab) as a dotted line and checkpoint ``step`` marked."""
     fig = go.Figure()
-    fig.add_scatter(x=steps, y=intact, mode="lines+markers", name="intact", line=dict(color=INTACT))
-    fig.add_scatter(x=steps, y=ablated, mode="lines+markers", name=f"{heads} ablated", line=dict(color=ABLATED))
-    fig.add_hline(y=chance, line=dict(color="#555", dash="dot"), annotation_text=f"chance 1/64 = {chance:.3f}",
+    fig.add_scatter(x=steps, y=intact, mode="lines+markers", name=_("intact"), line=dict(color=INTACT))
+    fig.add_scatter(x=steps, y=ablated, mode="lines+markers", name=_("{heads} ablated").format(heads=heads),
+                    line=dict(color=ABLATED))
+    fig.add_hline(y=chance, line=dict(color="#555", dash="dot"),
+                  annotation_text=_("chance 1/64 = {chance}").format(chance=f"{chance:.3f}"),
                   annotation_position="bottom right")
     if step is not None:
         fig.add_vline(x=step, line=dict(color="#999", dash="dash"))
     fig.update_layout(
-        height=height, margin=dict(l=50, r=10, t=30, b=40), xaxis_title="training step",
-        yaxis=dict(title="induction accuracy", range=[0, 1], tickformat=".0%"),
+        height=height, margin=dict(l=50, r=10, t=30, b=40), xaxis_title=_("training step"),
+        yaxis=dict(title=_("induction accuracy"), range=[0, 1], tickformat=".0%"),
         legend=dict(orientation="h", y=1.15, x=0), meta={"stage": "ablation_causal", "heads": heads, "step": step})
     return fig

@@ -11,11 +11,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..text.i18n import N_, _
 from .stage import SEQUENTIAL, label, short_label, tick_positions
 
 VIEW_TITLES = {
-    "rollout": "Attention rollout",
-    "flow": "Attention flow (maximum flow)",
+    "rollout": N_("Attention rollout"),
+    "flow": N_("Attention flow (maximum flow)"),
 }
 
 
@@ -42,21 +43,23 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     ticks = [short_label(t, i) for i, t in enumerate(tokens)]
     shown = tick_positions(n)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.05, subplot_titles=(
-        f"{VIEW_TITLES[view]}: input tokens reaching each output", f"Layer {last_layer} only: mean weight over heads"))
-    for col, (matrix, what) in enumerate(((values, view), (last_mean, "mean weight")), start=1):
+        _("{view}: input tokens reaching each output").format(view=_(VIEW_TITLES[view])),
+        _("Layer {layer} only: mean weight over heads").format(layer=last_layer)))
+    for col, (matrix, what) in enumerate(((values, view), (last_mean, _("mean weight"))), start=1):
         fig.add_trace(go.Heatmap(
             z=matrix, x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=what,
-            hovertemplate=f"output %{{y}}<br>input %{{x}}<br>{what} %{{z:.4f}}<extra></extra>"), row=1, col=col)
+            hovertemplate=_("output") + " %{y}<br>" + _("input") + f" %{{x}}<br>{what} %{{z:.4f}}<extra></extra>"),
+            row=1, col=col)
         fig.update_xaxes(type="category", tickmode="array", tickvals=[labels[i] for i in shown],
                          ticktext=[ticks[i] for i in shown], side="bottom", tickangle=-90 if n > 8 else 0,
-                         title=dict(text="input token" if col == 1 else "key", standoff=4), row=1, col=col)
+                         title=dict(text=_("input token") if col == 1 else _("key"), standoff=4), row=1, col=col)
         fig.update_yaxes(type="category", tickmode="array", tickvals=[labels[i] for i in shown],
                          ticktext=[ticks[i] for i in shown], autorange="reversed", showticklabels=col == 1,
-                         title=dict(text="output position (query)" if col == 1 else "", standoff=4), row=1, col=col)
+                         title=dict(text=_("output position (query)") if col == 1 else "", standoff=4), row=1, col=col)
     fig.update_layout(
         height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#ffffff",
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=zrange[0], cmax=zrange[1],
-                       colorbar=dict(thickness=10, len=0.9, title=dict(text="share", font=dict(size=11)))),
+                       colorbar=dict(thickness=10, len=0.9, title=dict(text=_("share"), font=dict(size=11)))),
         meta={"stage": view, "batch": batch, "n": n, "zrange": list(zrange), "last_layer": last_layer})
     fig.update_annotations(font_size=12)
     return fig
@@ -81,7 +84,8 @@ def score_overlay(fig: go.Figure, scores: np.ndarray, score_name: str) -> go.Fig
             shapes.append({**box, "line": dict(color="#d62728", width=round(0.5 + 3.5 * s, 2))})
     marker = fig.data[1]
     marker.customdata = np.column_stack([np.asarray(marker.customdata)[:, :2], scores.reshape(-1)])
-    marker.hovertemplate = ("layer %{customdata[0]}, head %{customdata[1]}<br>" + score_name
-                            + " %{customdata[2]:.2f}<br><b>click to open</b><extra></extra>")
+    marker.hovertemplate = (_("layer {layer}, head {head}").format(layer="%{customdata[0]}", head="%{customdata[1]}")
+                            + "<br>" + _(score_name) + " %{customdata[2]:.2f}<br><b>" + _("click to open")
+                            + "</b><extra></extra>")
     fig.update_layout(shapes=shapes, meta={**meta, "color": score_name, "scores": scores.round(4).tolist()})
     return fig

@@ -12,6 +12,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
+from ..text.i18n import _
+
 KEPT, OTHER, TARGET = "#08519c", "#bdbdbd", "#2ca02c"
 
 
@@ -22,18 +24,21 @@ def top_k_figure(bars: list[tuple[str, float]], *, position: int, token: str, ta
     names = [b[0] for b in bars]
     probs = [b[1] for b in bars]
     colours = [OTHER if n == "other" else TARGET if n == target else KEPT for n in names]
-    cut = ", ".join(x for x in (f"top-k {k}" if k else "", f"top-p {p:g}" if p else "") if x) or "all tokens"
+    cut = ", ".join(x for x in (f"top-k {k}" if k else "", f"top-p {p:g}" if p else "") if x) or _("all tokens")
     fig = go.Figure(go.Bar(
-        x=probs, y=[n if n == "other" else f"token {n}" for n in names], orientation="h", marker_color=colours,
+        x=probs, y=[_("other") if n == "other" else _("token {n}").format(n=n) for n in names], orientation="h",
+        marker_color=colours,
         text=[f"{v:.2%}" if v >= 1e-4 else f"{v:.1e}" for v in probs], textposition="outside", cliponaxis=False,
-        hovertemplate="%{y}: probability %{x:.6f}<extra></extra>"))
+        hovertemplate="%{y}: " + _("probability") + " %{x:.6f}<extra></extra>"))
     after = html.escape(token)
-    right = f"; next token is {html.escape(target)}" if target is not None else "; the end of the sequence"
+    right = (_("; next token is {token}").format(token=html.escape(target)) if target is not None
+             else _("; the end of the sequence"))
     fig.update_layout(
-        title=dict(text=f"After position {position} (token {after}{right}) · T = {temperature:g} · {cut}",
+        title=dict(text=_("After position {position} (token {token}{right}) · T = {t} · {cut}").format(
+            position=position, token=after, right=right, t=f"{temperature:g}", cut=cut),
                    font=dict(size=13), x=0),
         height=height, margin=dict(l=80, r=50, t=40, b=30), yaxis=dict(autorange="reversed", type="category"),
-        xaxis=dict(title="probability (bars add up to 1)", range=[0, 1.08], tickformat=".0%"),
+        xaxis=dict(title=_("probability (bars add up to 1)"), range=[0, 1.08], tickformat=".0%"),
         meta={"stage": "predictions", "position": position, "temperature": temperature, "k": k, "p": p,
               "sum": float(sum(probs))})
     return fig
@@ -46,18 +51,20 @@ def sample_figure(ids: list[int], loss: np.ndarray, n_prompt: int, period: int |
     x = np.arange(1, len(ids))  # loss[t − 1] is for predicting token t
     fig = go.Figure(go.Scatter(
         x=x, y=np.asarray(loss, np.float64), mode="lines+markers", line=dict(color=KEPT),
-        text=[str(ids[t]) for t in x], hovertemplate="token %{text} at position %{x}: loss %{y:.3f} nats<extra></extra>"))
+        text=[str(ids[t]) for t in x],
+        hovertemplate=_("token {token} at position {position}: loss {loss} nats").format(
+            token="%{text}", position="%{x}", loss="%{y:.3f}") + "<extra></extra>"))
     if len(ids) > n_prompt:
         fig.add_vrect(x0=n_prompt - 0.5, x1=len(ids) - 0.5, fillcolor="#fdd0a2", opacity=0.4, line_width=0,
-                      annotation_text="sampled", annotation_position="top left")
-    fig.add_hline(y=math.log(64), line=dict(color="#555", dash="dot"), annotation_text="chance ln 64",
+                      annotation_text=_("sampled"), annotation_position="top left")
+    fig.add_hline(y=math.log(64), line=dict(color="#555", dash="dot"), annotation_text=_("chance ln 64"),
                   annotation_position="top right")
     if period is not None and period < len(ids):
         fig.add_vline(x=period - 0.5, line=dict(color="#999", dash="dash"))
     fig.update_layout(
-        title=dict(text="Loss at every position (nats, T = 1) of the sequence and its sampled continuation",
+        title=dict(text=_("Loss at every position (nats, T = 1) of the sequence and its sampled continuation"),
                    font=dict(size=13), x=0),
-        height=height, margin=dict(l=50, r=10, t=40, b=40), xaxis_title="position of the predicted token",
-        yaxis=dict(title="loss (nats)", rangemode="tozero"), showlegend=False,
+        height=height, margin=dict(l=50, r=10, t=40, b=40), xaxis_title=_("position of the predicted token"),
+        yaxis=dict(title=_("loss (nats)"), rangemode="tozero"), showlegend=False,
         meta={"stage": "sample_loss", "n_prompt": n_prompt, "ids": list(map(int, ids))})
     return fig
