@@ -16,29 +16,32 @@ from ui import callbacks, head_view, state, views
 from ui import minilm_compute as minilm
 from ui import ablation
 from ui import minilm_moves as moves
-from ui.labels import numbered, plural, sentence_label
+from ui.i18n import _, ngettext
+from ui.labels import and_list, plural, sentence_label
+from ui import wordpiece_note
 
 N_LAYERS, N_HEADS = 6, 12
 ss = st.session_state
 settings = state.current()
-st.title("Trained model: MiniLM-L6")
-st.caption("all-MiniLM-L6-v2, a 6-layer BERT encoder (12 heads per layer, d_model = 384, d_k = 32), trained as a "
-           "sentence-embedding model and run on this app's own attention modules: these patterns were *learned*. "
-           "From the sidebar only the **sentences** and the **Padding mask** apply here (MiniLM has its own "
-           "WordPiece tokenizer, sizes and weights, and attends in both directions).")
+st.title(_("Trained model: MiniLM-L6"))
+st.caption(_("all-MiniLM-L6-v2, a 6-layer BERT encoder (12 heads per layer, d_model = 384, d_k = 32), trained as a "
+             "sentence-embedding model and run on this app's own attention modules: these patterns were *learned*. "
+             "From the sidebar only the **sentences** and the **Padding mask** apply here (MiniLM has its own "
+             "WordPiece tokenizer, sizes and weights, and attends in both directions)."))
 
 if not settings.sentences:
-    st.info("Type at least one sentence in the sidebar to begin.", icon=":material/edit:")
+    st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 sentences, example = minilm.with_example(settings.sentences)
 try:
     summary = minilm.minilm_summary(sentences, settings.padding)
 except PretrainedUnavailable as err:
-    st.error(f"The trained model MiniLM-L6 is not available, so this page cannot run: {err}", icon=":material/block:")
-    st.caption("The other pages use the toy model and keep working.")
+    st.error(_("The trained model MiniLM-L6 is not available, so this page cannot run: {error}").format(error=err),
+             icon=":material/block:")
+    st.caption(_("The other pages use the toy model and keep working."))
     st.stop()
 except ValueError as err:
-    st.warning(f"Nothing to show: {err}.", icon=":material/warning:")
+    st.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
     st.stop()
 
 
@@ -50,19 +53,20 @@ open_head = dict(layer_key="minilm_layer", head_key="minilm_head", n_heads=N_HEA
 state.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0, labels=labels)
 state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
 pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")
-batch = pick.selectbox("Sentence", range(len(sentences_shown)), key="minilm_batch",
+batch = pick.selectbox(_("Sentence"), range(len(sentences_shown)), key="minilm_batch",
                        format_func=partial(callbacks.label_of, labels),
-                       help="Which sentence of the batch to look at (one per line in the sidebar).")
-hide_col.toggle("Hide attention to special tokens", key="minilm_hide_special",
-                help="Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
-                     "weight figures. Hidden cells are only blanked, not renormalised: what is missing went to "
-                     "[CLS], [SEP] and [PAD] (many heads park their attention there).")
+                       help=_("Which sentence of the batch to look at (one per line in the sidebar)."))
+hide_col.toggle(_("Hide attention to special tokens"), key="minilm_hide_special",
+                help=_("Blank the [CLS], [SEP] and [PAD] key columns in the overview and the masked-score and "
+                       "weight figures. Hidden cells are only blanked, not renormalised: what is missing went to "
+                       "[CLS], [SEP] and [PAD] (many heads park their attention there)."))
 hide_keys = minilm.special_mask(trace, batch) if ss["minilm_hide_special"] else None
 stats = summary["stats"][batch]
 n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
+wordpiece_note.show(trace, batch)  # Chinese is mostly [UNK] to MiniLM's WordPiece: say so, with the count
 
-st.markdown(f"**All {N_LAYERS} layers × {N_HEADS} heads** of sentence {batch} (attention weights; rows = queries, "
-            "columns = keys). **Click a tile's centre** to open that head below.")
+st.markdown(_("**All {layers} layers × {heads} heads** of sentence {b} (attention weights; rows = queries, columns = "
+              "keys). **Click a tile's centre** to open that head below.").format(layers=N_LAYERS, heads=N_HEADS, b=batch))
 # no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
 overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
                            tiles=summary["overview"][(batch, hide_keys is not None)])
@@ -73,18 +77,21 @@ st.plotly_chart(overview, key="minilm_overview", on_select=ablation.tile_callbac
                 selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
 if (pool := overview.layout.meta["pool"]) > 1:
-    st.caption(f"Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of "
-               "tokens. The open head below shows every token.")
+    st.caption(_("Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of tokens. "
+                 "The open head below shows every token.").format(pool=pool))
 if example:
-    st.caption(f"You typed one sentence, so the built-in example “{example}” is added as sentence 1: the two have "
-               "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** has something to "
-               "act on.")
+    st.caption(_("You typed one sentence, so the built-in example “{example}” is added as sentence 1: the two have "
+                 "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** has something to "
+                 "act on.").format(example=example))
 n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
 if n_pad and settings.padding:
-    st.caption(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask on**: their key columns "
-               "are blank (weight exactly 0), so real tokens attend only to real tokens. Turn it off in the sidebar to "
-               "see what happens without it.")
+    st.caption(ngettext("Sentence {b} ends with {n} [PAD] token. **Padding mask on**: its key column is blank (weight "
+                        "exactly 0), so real tokens attend only to real tokens. Turn it off in the sidebar to see what "
+                        "happens without it.",
+                        "Sentence {b} ends with {n} [PAD] tokens. **Padding mask on**: their key columns are blank "
+                        "(weight exactly 0), so real tokens attend only to real tokens. Turn it off in the sidebar to "
+                        "see what happens without it.", n_pad).format(b=batch, n=n_pad))
 elif n_pad:
     top = stats.loc[stats["pad_share"].idxmax()]
     st.warning(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask off**: MiniLM attends to "
@@ -94,16 +101,18 @@ elif n_pad:
                icon=":material/warning:")
 elif padded:
     one = len(padded) == 1
-    st.caption(f"Sentence {batch} is the longest and has no [PAD]; {numbered('sentence', padded)} "
-               f"{'is' if one else 'are'} padded — pick {'it' if one else 'one'} to see what the padding mask does.")
+    st.caption((_("Sentence {b} is the longest and has no [PAD]; sentence {others} is padded — pick it to see what the "
+                  "padding mask does.") if one else
+                _("Sentence {b} is the longest and has no [PAD]; sentences {others} are padded — pick one to see what "
+                  "the padding mask does.")).format(b=batch, others=and_list(padded)))
 if hide_keys is not None:
-    st.caption("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
-               "the missing part went to [CLS], [SEP] and [PAD].")
-stage, _, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS,
+    st.caption(_("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
+                 "the missing part went to [CLS], [SEP] and [PAD]."))
+stage, _batch, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS,
                                                             stages=moves.MINILM_STAGES)
 layer_trace = moves.layer_trace(sentences, settings.padding, layer, stage)  # with ‖α·f(x)‖ when stage=norms
 head_view.show(layer_trace, batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
-               key_prefix="minilm_", hide_keys=hide_keys, title_prefix=f"layer {layer} · ", explain=stage != "norms")
+               key_prefix="minilm_", hide_keys=hide_keys, title_prefix=_("layer {layer} · ").format(layer=layer), explain=stage != "norms")
 if stage == "norms":
     moves.norms_panel(layer_trace, batch=batch, layer=layer, head=head)  # the two factors, then the explain panel
 
@@ -117,25 +126,25 @@ shown[["cls_share", "sep_share", "pad_share"]] *= 100  # percentages, one format
 percent = dict(format="%.1f%%", min_value=0.0, max_value=100.0)
 st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "minilm_stats", **open_head),
              selection_mode="single-row", hide_index=True, height=320, column_config={
-                 "layer": st.column_config.NumberColumn("layer", width="small"),
-                 "head": st.column_config.NumberColumn("head", width="small"),
+                 "layer": st.column_config.NumberColumn(_("layer"), width="small"),
+                 "head": st.column_config.NumberColumn(_("head"), width="small"),
                  "entropy": st.column_config.NumberColumn(
-                     "entropy (nats)", format="%.2f",
-                     help="−Σ w ln w of each query's weights: low = focused head, high = diffuse head."),
+                     _("entropy (nats)"), format="%.2f",
+                     help=_("−Σ w ln w of each query's weights: low = focused head, high = diffuse head.")),
                  "mean_distance": st.column_config.NumberColumn(
-                     "mean distance", format="%.2f",
-                     help="Σ_j w_ij |i − j|: how many positions away a query looks, on average."),
+                     _("mean distance"), format="%.2f",
+                     help=_("Σ_j w_ij |i − j|: how many positions away a query looks, on average.")),
                  "max_weight": st.column_config.ProgressColumn(
-                     "max weight", format="%.2f", min_value=0.0, max_value=1.0,
-                     help="The largest weight any real query gives any key."),
-                 "cls_share": st.column_config.ProgressColumn("to [CLS]", help=share.format("[CLS]"), **percent),
-                 "sep_share": st.column_config.ProgressColumn("to [SEP]", help=share.format("[SEP]"), **percent),
+                     _("max weight"), format="%.2f", min_value=0.0, max_value=1.0,
+                     help=_("The largest weight any real query gives any key.")),
+                 "cls_share": st.column_config.ProgressColumn(_("to [CLS]"), help=share.format("[CLS]"), **percent),
+                 "sep_share": st.column_config.ProgressColumn(_("to [SEP]"), help=share.format("[SEP]"), **percent),
                  "pad_share": st.column_config.ProgressColumn(
-                     "to [PAD]", help=share.format("[PAD]") + " 0 while the padding mask is on.", **percent),
+                     _("to [PAD]"), help=share.format("[PAD]") + _(" 0 while the padding mask is on."), **percent),
              })
 
 moves.sections(trace, sentences, settings.padding, batch, color)  # ?view=rollout|flow, ?pair=i,j, head types
 ablation.minilm_section(sentences, settings.padding, batch, labels)
 
-with st.expander("Tokens of every sentence", icon=":material/table:"):
+with st.expander(_("Tokens of every sentence"), icon=":material/table:"):
     views.token_table(trace)
