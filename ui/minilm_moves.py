@@ -38,6 +38,7 @@ from transformer_core.records.trace import Trace
 from . import explain_panel
 from .cache import memo
 from .head_view import STAGES
+from .i18n import N_, _
 from .markdown import plain
 from .numbers import number
 from .state import bind_url
@@ -45,7 +46,7 @@ from .state import bind_url
 PREFIX = "minilm_"
 MINILM_STAGES = STAGES + ("norms",)
 VIEWS = ("off", "rollout", "flow")
-VIEW_LABELS = {"off": "off", "rollout": "rollout", "flow": "flow"}
+VIEW_LABELS = {"off": N_("off"), "rollout": N_("rollout"), "flow": N_("flow")}
 COLORS = ("none",) + ENCODER_SCORES
 CAUSAL_COLORS = ("none",) + CAUSAL_SCORES
 
@@ -85,7 +86,7 @@ def moves_data(sentences: tuple[str, ...], padding: bool) -> dict:
 
     from .minilm_compute import MAX_MINILM_TOKENS
 
-    with st.spinner("Running MiniLM-L6 (every layer's weights and values) …"):
+    with st.spinner(_("Running MiniLM-L6 (every layer's weights and values) …")):
         trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
                            only=lambda name: name.endswith((".attention.weights", ".attention.v")))
     projections = output_projections(trace)
@@ -142,7 +143,7 @@ def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> 
     """
     means = layer_means(moves_data(sentences, padding)["trace"], batch)
     if view == "flow":
-        with st.spinner(f"Computing the maximum flow of {means.shape[-1] ** 2} token pairs …"):
+        with st.spinner(_("Computing the maximum flow of {n} token pairs …").format(n=means.shape[-1] ** 2)):
             values = attention_flow(means)
     else:
         values = attention_rollout(means)
@@ -171,10 +172,11 @@ def layer_trace(sentences: tuple[str, ...], padding: bool, layer: int, stage: st
 def color_control(prefix: str = PREFIX, colors: tuple[str, ...] = COLORS) -> str:
     """The "colour heads by type" picker (``?color=``); returns the score name or ``"none"``."""
     bind_url(f"{prefix}color", "color", colors, "none")
-    return st.columns([2, 3])[0].selectbox("Colour heads by type", colors, key=f"{prefix}color",
-                        format_func=lambda c: "none" if c == "none" else SCORES[c],
-                        help="Fade every overview tile by a head-type score (0 = faded, 1 = framed): "
-                             "previous/next token, self, share to [CLS], to [SEP]/punctuation, broadness.")
+    names = {c: _("none") if c == "none" else _(SCORES[c]) for c in colors}  # translated now
+    return st.columns([2, 3])[0].selectbox(_("Colour heads by type"), colors, key=f"{prefix}color",
+                        format_func=names.get,
+                        help=_("Fade every overview tile by a head-type score (0 = faded, 1 = framed): "
+                               "previous/next token, self, share to [CLS], to [SEP]/punctuation, broadness."))
 
 
 def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide: bool, color: str):
@@ -185,14 +187,14 @@ def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch
         meta = fig.layout.meta
         fig = overview_figure(trace, batch, height=fig.layout.height, n_layers=meta["n_layers"],
                               n_heads=meta["n_heads"], tiles=tiles, value_name="norm", zmax=top, of="norms")
-        st.caption(f"Stage **‖α·f(x)‖**: the overview shows every head's value-weighted norms (what each key moves "
-                   f"into each query), coloured 0 – {number(top, '.3g')}, the largest of all 72 heads.")
+        st.caption(_("Stage **‖α·f(x)‖**: the overview shows every head's value-weighted norms (what each key moves "
+                     "into each query), coloured 0 – {top}, the largest of all 72 heads.").format(top=number(top, ".3g")))
     if color != "none":
         table = head_type_table(sentences, padding, batch)
         fig = score_overlay(fig, table[color].to_numpy().reshape(fig.layout.meta["n_layers"], -1), SCORES[color])
-        st.caption(f"Tiles fade as their **{SCORES[color]}** score falls; a red frame marks a score of 0.25 or more "
-                   "(thicker = higher). Hover a tile's centre for its score; the table under the per-head statistics "
-                   "sorts every head by it.")
+        st.caption(_("Tiles fade as their **{score}** score falls; a red frame marks a score of 0.25 or more "
+                     "(thicker = higher). Hover a tile's centre for its score; the table under the per-head statistics "
+                     "sorts every head by it.").format(score=_(SCORES[color])))
     return fig
 
 
@@ -207,16 +209,16 @@ def norms_panel(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: 
     weights, norms = trace.stage("weights", layer)[batch], trace.stage("norms", layer)[batch]
     special = special_positions(tokens, n)  # [CLS]/[SEP] by position, where the tokenizer put them
     groups = {"[CLS]": special["[CLS]"], "[SEP]": special["[SEP]"],
-              "punctuation": np.array([i < n and is_punctuation(t) for i, t in enumerate(tokens)])}
+              N_("punctuation"): np.array([i < n and is_punctuation(t) for i, t in enumerate(tokens)])}
     shares = {name: moved_shares(weights[head:head + 1], norms[head:head + 1], keys, n)
               for name, keys in groups.items() if keys.any()}
     name, (w, m) = max(shares.items(), key=lambda kv: kv[1][0][0]) if shares else ("", ([0.0], [0.0]))
-    verb = "but only" if m[0] < w[0] else "and"
+    verb = _("but only") if m[0] < w[0] else _("and")
     if shares:
-        st.markdown(f"**{number(w[0], '.0%')}** of this head's weight goes to {name}, {verb} "
-                    f"**{number(m[0], '.0%')}** of what it moves (‖α·f(x)‖). Weights say where a head *looks*; "
-                    "value-weighted norms say what it *carries*: a key whose vector f(x) = v·W_O is short moves little "
-                    "however much weight it gets (Kobayashi et al. 2020).")
+        st.markdown(_("**{w}** of this head's weight goes to {name}, {verb} **{m}** of what it moves (‖α·f(x)‖). Weights "
+                      "say where a head *looks*; value-weighted norms say what it *carries*: a key whose vector f(x) = "
+                      "v·W_O is short moves little however much weight it gets (Kobayashi et al. 2020).").format(
+            w=number(w[0], ".0%"), name=_(name), verb=verb, m=number(m[0], ".0%")))
     bind_url(f"{key_prefix}q", "q", range(len(tokens)), 0)  # as the explain panel below does
     bind_url(f"{key_prefix}k", "k", range(len(tokens)), 0)
     q, k = st.session_state[f"{key_prefix}q"], st.session_state[f"{key_prefix}k"]
@@ -227,11 +229,11 @@ def norms_panel(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: 
     diff = abs(alpha * float(f) - float(norms[head, q, k]))
     st.latex(rf"\lVert \alpha_{{{q},{k}}}\, f_{{{head}}}(x_{{{k}}}) \rVert = \alpha_{{{q},{k}}} \cdot "
              rf"\lVert v_{{{k}}} W_O^{{{head}}} \rVert = {alpha:.4f} \times {float(f):.4f} = {alpha * float(f):.4f}")
-    st.caption(f"Query {plain(f'{q}: {tokens[q]}')}, key {plain(f'{k}: {tokens[k]}')} (pick another cell in the "
-               f"explain panel below, or click it). W_O^{head} = the {heads.shape[1]} rows of W_O that multiply head {head}'s "
-               "context; "
-               f"its output bias is shared by all heads and left out. The figure shows {float(norms[head, q, k]):.4f} "
-               f"(difference {diff:.1e}).")
+    st.caption(_("Query {q}, key {k} (pick another cell in the explain panel below, or click it). W_O^{head} = the {rows} "
+                 "rows of W_O that multiply head {head}'s context; its output bias is shared by all heads and left out. "
+                 "The figure shows {shown} (difference {diff}).").format(
+        q=plain(f"{q}: {tokens[q]}"), k=plain(f"{k}: {tokens[k]}"), head=head, rows=heads.shape[1],
+        shown=f"{float(norms[head, q, k]):.4f}", diff=f"{diff:.1e}"))
     st.divider()
     explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=key_prefix)
 
@@ -243,20 +245,21 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
     """``view=rollout|flow``: the sentence's rollout or flow beside the last layer's mean weights (one chart)."""
     key = f"{PREFIX}view"
     bind_url(key, "view", VIEWS, "off")
-    st.subheader("Across all 6 layers: which input tokens reach each output")
-    view = st.segmented_control("Across layers", VIEWS, key=key, required=True, format_func=VIEW_LABELS.get,
+    st.subheader(_("Across all 6 layers: which input tokens reach each output"))
+    view_names = {v: _(label) for v, label in VIEW_LABELS.items()}  # translated now
+    view = st.segmented_control(_("Across layers"), VIEWS, key=key, required=True, format_func=view_names.get,
                                 label_visibility="collapsed",
-                                help="Rollout multiplies the layers' head-averaged weights, each mixed half and "
-                                     "half with the residual connection; flow is the maximum flow through them.")
+                                help=_("Rollout multiplies the layers' head-averaged weights, each mixed half and "
+                                       "half with the residual connection; flow is the maximum flow through them."))
     if view == "off":
-        st.caption("One layer's weights say little about which input tokens reach the output after six layers and "
-                   "their residual connections (Abnar & Zuidema 2020). Pick **rollout** or **flow**.")
+        st.caption(_("One layer's weights say little about which input tokens reach the output after six layers and "
+                     "their residual connections (Abnar & Zuidema 2020). Pick **rollout** or **flow**."))
         return
     n = trace.lengths[batch]
     if view == "flow" and n > FLOW_TOKEN_LIMIT:
-        st.info(f"Attention flow is computed for sentences of up to {FLOW_TOKEN_LIMIT} tokens ([CLS] and [SEP] "
-                f"included); sentence {batch} has {n}. It solves n² maximum-flow problems, so its time grows as n⁴. "
-                "Rollout works at any length.", icon=":material/timer:")
+        st.info(_("Attention flow is computed for sentences of up to {limit} tokens ([CLS] and [SEP] included); "
+                  "sentence {b} has {n}. It solves n² maximum-flow problems, so its time grows as n⁴. Rollout works at "
+                  "any length.").format(limit=FLOW_TOKEN_LIMIT, b=batch, n=n), icon=":material/timer:")
         return
     values, last = across(sentences, padding, batch, view)
     tokens = trace.tokens[batch][:n]
@@ -268,20 +271,20 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
     st.latex(rule if view == "rollout" else r"F_{ij} = \operatorname{maxflow}\big((0, j) \to (6, i)\big)"
              r"\ \text{with capacities}\ \hat A_l")
     top = int(np.argmax(values.sum(0)))
-    what = ("Each row sums to 1" if view == "rollout" else "Each value is at most 1; a row is not a distribution "
-            "(flows from different inputs share edges)")
-    st.caption(f"Rows: output positions after layer 5; columns: input tokens, all {n} real ones ([CLS] and [SEP] "
-               f"included, [PAD] left out). {what}. Input {plain(f'{top}: {tokens[top]}')} reaches the outputs "
-               "most. Right: layer 5 alone, on the same colour range.")
+    what = (_("Each row sums to 1") if view == "rollout" else
+            _("Each value is at most 1; a row is not a distribution (flows from different inputs share edges)"))
+    st.caption(_("Rows: output positions after layer 5; columns: input tokens, all {n} real ones ([CLS] and [SEP] "
+                 "included, [PAD] left out). {what}. Input {top} reaches the outputs most. Right: layer 5 alone, on the "
+                 "same colour range.").format(n=n, what=what, top=plain(f"{top}: {tokens[top]}")))
     frame = pd.DataFrame(values, index=[f"{i}: {t}" for i, t in enumerate(tokens)],
                          columns=[f"{j}: {t}" for j, t in enumerate(tokens)])
     document = {"view": view, "tokens": list(tokens), "rows": "output position after the last layer",
                 "columns": "input token", "values": values.tolist(), "last_layer_mean_weights": last.tolist()}
     csv_col, json_col = st.columns(2)
-    csv_col.download_button(f"⬇ {view} as CSV", data=frame.to_csv(float_format="%.9g"), key=f"{PREFIX}across_csv",
+    csv_col.download_button("⬇ " + _("{view} as CSV").format(view=_(view)), data=frame.to_csv(float_format="%.9g"), key=f"{PREFIX}across_csv",
                             file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
                             on_click="ignore", width="stretch")
-    json_col.download_button(f"⬇ {view} and layer 5's mean weights as JSON", data=json.dumps(document),
+    json_col.download_button("⬇ " + _("{view} and layer 5's mean weights as JSON").format(view=_(view)), data=json.dumps(document),
                              key=f"{PREFIX}across_json", file_name=figures.figure_filename(view, None, None, tokens,
                                                                                           "json"),
                              mime="application/json", on_click="ignore", width="stretch")
@@ -317,32 +320,35 @@ def pair_search(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: 
     pair = ss[key]
     if pair is not None:
         ss[f"{PREFIX}pair_q"], ss[f"{PREFIX}pair_k"] = pair
-    st.subheader("One token pair across all 72 heads")
+    st.subheader(_("One token pair across all 72 heads"))
     left, right = st.columns(2)
     fmt = lambda i: "—" if i is None else f"{i}: {tokens[i]}"  # noqa: E731
-    left.selectbox("Query token", [None, *range(n)], key=f"{PREFIX}pair_q", format_func=fmt, on_change=_pick_pair)
-    right.selectbox("Key token", [None, *range(n)], key=f"{PREFIX}pair_k", format_func=fmt, on_change=_pick_pair)
+    left.selectbox(_("Query token"), [None, *range(n)], key=f"{PREFIX}pair_q", format_func=fmt, on_change=_pick_pair)
+    right.selectbox(_("Key token"), [None, *range(n)], key=f"{PREFIX}pair_k", format_func=fmt, on_change=_pick_pair)
     if pair is None:
-        st.caption("Pick a query and a key, or click a cell of the open head: every head's weight and "
-                   "value-weighted norm for that pair, ranked.")
+        st.caption(_("Pick a query and a key, or click a cell of the open head: every head's weight and "
+                     "value-weighted norm for that pair, ranked."))
         return
     q, k = pair
     data = moves_data(sentences, padding)
     table = pair_table(np.stack([data["trace"].stage("weights", l)[batch] for l in range(data["trace"].n_layers)]),
                        _norms(data, batch), q, k)
     order = tuple((int(a), int(b)) for a, b in zip(table["layer"], table["head"]))
-    st.caption(f"Query {plain(fmt(q))} → key {plain(fmt(k))}, sentence {batch}: sorted by weight α (rank 1 = "
-               f"largest); the value-weighted norm ‖α·f(x)‖ has its own rank. **Select a row** to open that head.")
+    st.caption(_("Query {q} → key {k}, sentence {b}: sorted by weight α (rank 1 = largest); the value-weighted norm "
+                 "‖α·f(x)‖ has its own rank. **Select a row** to open that head.").format(
+        q=plain(fmt(q)), k=plain(fmt(k)), b=batch))
     st.dataframe(table, key=f"{PREFIX}pair_table", hide_index=True, height=300, selection_mode="single-row",
                  on_select=partial(open_ranked, f"{PREFIX}pair_table", order), column_config={
-                     "weight": st.column_config.ProgressColumn("weight α", format="%.3f", min_value=0.0,
+                     "layer": st.column_config.NumberColumn(_("layer")),
+                     "head": st.column_config.NumberColumn(_("head")),
+                     "weight": st.column_config.ProgressColumn(_("weight α"), format="%.3f", min_value=0.0,
                                                                max_value=1.0),
-                     "weight_rank": st.column_config.NumberColumn("rank (α)", width="small"),
+                     "weight_rank": st.column_config.NumberColumn(_("rank (α)"), width="small"),
                      "norm": st.column_config.NumberColumn("‖α·f(x)‖", format="%.3f"),
-                     "norm_rank": st.column_config.NumberColumn("rank (norm)", width="small"),
+                     "norm_rank": st.column_config.NumberColumn(_("rank (norm)"), width="small"),
                      "norm_share": st.column_config.ProgressColumn(
-                         "share of what moves into the query", format="%.2f", min_value=0.0, max_value=1.0,
-                         help="This key's norm ÷ the sum of the query row's norms in that head."),
+                         _("share of what moves into the query"), format="%.2f", min_value=0.0, max_value=1.0,
+                         help=_("This key's norm ÷ the sum of the query row's norms in that head.")),
                  })
 
 
@@ -355,16 +361,18 @@ def head_types_table(sentences: tuple[str, ...], padding: bool, batch: int, colo
     score = dict(format="%.2f", min_value=0.0, max_value=1.0)
     st.dataframe(table, key=f"{PREFIX}types", hide_index=True, height=300, selection_mode="single-row",
                  on_select=partial(open_ranked, f"{PREFIX}types", order),
-                 column_config={k: st.column_config.ProgressColumn(SCORES[k], **score) for k in ENCODER_SCORES})
-    st.caption("Previous-, next-token and self: share of a query's weight on key i − 1, i + 1, i (TransformerLens's "
-               "head detector, rows without such a key left out). Shares to [CLS] and to [SEP]/punctuation: mean "
-               "over real queries. Broadness: row entropy ÷ ln(visible keys), 0 = one key, 1 = even spread.")
+                 column_config={"layer": st.column_config.NumberColumn(_("layer")),
+                                "head": st.column_config.NumberColumn(_("head")),
+                                **{k: st.column_config.ProgressColumn(_(SCORES[k]), **score) for k in ENCODER_SCORES}})
+    st.caption(_("Previous-, next-token and self: share of a query's weight on key i − 1, i + 1, i (TransformerLens's "
+                 "head detector, rows without such a key left out). Shares to [CLS] and to [SEP]/punctuation: mean "
+                 "over real queries. Broadness: row entropy ÷ ln(visible keys), 0 = one key, 1 = even spread."))
 
 
 def sections(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, color: str) -> None:
     """The page's sections below the per-head statistics: head types (with ``color``), rollout/flow, token pair."""
     if color != "none":
-        st.subheader(f"Head types, sorted by {SCORES[color]}")
+        st.subheader(_("Head types, sorted by {score}").format(score=_(SCORES[color])))
         head_types_table(sentences, padding, batch, color)
     across_layers(trace, sentences, padding, batch)
     pair_search(trace, sentences, padding, batch)

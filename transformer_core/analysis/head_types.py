@@ -36,12 +36,13 @@ import numpy as np
 import pandas as pd
 
 from ..records.trace import Trace
+from ..text.i18n import N_
 from .head_stats import row_stats, special_positions
 
-SCORES = {  # name → what the learner reads
-    "previous_token": "previous-token", "next_token": "next-token", "self": "self",
-    "cls_share": "share to [CLS]", "sep_punct_share": "share to [SEP]/punctuation", "broadness": "broadness",
-    "duplicate_token": "duplicate-token", "induction": "induction",
+SCORES = {  # name → what the learner reads (English, marked for the catalog: translate with _() where shown)
+    "previous_token": N_("previous-token"), "next_token": N_("next-token"), "self": N_("self"),
+    "cls_share": N_("share to [CLS]"), "sep_punct_share": N_("share to [SEP]/punctuation"), "broadness": N_("broadness"),
+    "duplicate_token": N_("duplicate-token"), "induction": N_("induction"),
 }
 ENCODER_SCORES = ("previous_token", "next_token", "self", "cls_share", "sep_punct_share", "broadness")
 CAUSAL_SCORES = ("previous_token", "duplicate_token", "induction", "self", "broadness")

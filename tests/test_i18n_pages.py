@@ -1,0 +1,89 @@
+"""Every page and every lesson tab in Chinese (issue 21): ``?lang=zh`` runs without an exception, and no visible
+English sentence is left outside code and formulas. Prints the share of visible texts that hold Chinese.
+
+Visible texts: titles, headers, Markdown, captions, notes (info, warning, error), widget labels and help texts, tab
+and expander labels, in the page and the sidebar. Code (``…``, code blocks) and formulas ($…$) are taken out first;
+an "English sentence" is then three or more English words in a row.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from apptest_utils import new_app
+
+from ui.i18n import _
+
+TEXT = "我们今天学习注意力机制\n猫坐在垫子上"
+CODE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|```.*?```|`[^`]*`", re.S)
+ENGLISH = re.compile(r"(?<![\w/.-])[A-Za-z][a-z]+(?:[ ,;:-]+[A-Za-z][a-z]+){2,}")
+HAN = re.compile(r"[\u4e00-\u9fff]")
+# Names and phrases that stay in English in both languages (a model's name, the example sentence, citations)
+ALLOWED = ("Hi there", "et al", "Olsson et al", "Elhage et al", "BERT uncased", "Kobayashi et al")
+WIDGETS = ("selectbox", "toggle", "radio", "number_input", "slider", "select_slider", "text_area", "text_input",
+           "button", "checkbox", "multiselect")
+PAGES = {
+    "pages/explorer.py": ("step", []),
+    "pages/minilm.py": ("step", []),
+    "pages/causal.py": ("step", []),
+    "pages/masks_lab.py": ("section", ["Causal and padding", "Two conventions", "Cached prefix", "Keys vs queries",
+                                       "Dropout"]),
+    "pages/pipeline.py": ("step", ["Projections", "Split heads", "Attention", "Concat and W_O", "Feed-forward",
+                                   "A vs B"]),
+}
+
+
+def visible_texts(at) -> list[str]:
+    texts = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error", "success"):
+        texts += [str(e.value) for e in getattr(at, kind)]
+    for kind in WIDGETS:
+        for w in getattr(at, kind):
+            texts += [t for t in (getattr(w, "label", None), getattr(w, "help", None)) if t]
+    texts += [str(e.label) for e in at.tabs] + [str(e.label) for e in at.expander]
+    for group in at.get("button_group"):
+        texts.append(group.proto.label)
+        texts += [o.content for o in group.proto.options]
+    return [t for t in texts if t.strip()]
+
+
+def english_sentences(text: str) -> list[str]:
+    prose = CODE.sub(" ", text)
+    for name in ALLOWED:
+        prose = prose.replace(name, " ")
+    return ENGLISH.findall(prose)
+
+
+def run_zh(page: str, tab_key: str, tab: str | None):
+    at = new_app(lang="zh", text=TEXT)
+    at.run()
+    if page != "pages/explorer.py":
+        at.switch_page(page).run()
+    if tab is not None:
+        at.session_state[tab_key] = _(tab, "zh")
+        at.run()
+    return at
+
+
+CASES = [(page, key, tab) for page, (key, tabs) in PAGES.items() for tab in (tabs or [None])]
+
+
+@pytest.mark.parametrize("page, tab_key, tab", CASES, ids=[f"{p.split('/')[-1][:-3]}-{t or 'page'}" for p, _k, t in CASES])
+def test_page_in_chinese(page, tab_key, tab, capsys):
+    at = run_zh(page, tab_key, tab)
+    assert not at.exception, at.exception
+    texts = visible_texts(at)
+    chinese = [t for t in texts if HAN.search(t)]
+    with capsys.disabled():
+        print(f"\n{page} {tab or ''}: {len(chinese)} of {len(texts)} visible texts hold Chinese "
+              f"({len(chinese) / max(len(texts), 1):.0%})")
+    assert len(texts) > 10
+    left = {t[:120]: english_sentences(t) for t in texts if english_sentences(t)}
+    assert left == {}
+
+
+def test_the_detector_finds_english():
+    assert english_sentences("Type at least one sentence in the sidebar to begin.")
+    assert english_sentences("注意力 · Largest difference from the captured scores: 1e-7")
+    assert not english_sentences("请先在侧边栏输入至少一个句子。 `scores = torch.matmul(Q, K)` $\\text{head} = A V$")
+    assert not english_sentences("MultiHeadAttention(d_model=64, n_heads=8) 共有 **33,024 个参数**")
