@@ -87,3 +87,39 @@ def test_the_detector_finds_english():
     assert english_sentences("注意力 · Largest difference from the captured scores: 1e-7")
     assert not english_sentences("请先在侧边栏输入至少一个句子。 `scores = torch.matmul(Q, K)` $\\text{head} = A V$")
     assert not english_sentences("MultiHeadAttention(d_model=64, n_heads=8) 共有 **33,024 个参数**")
+
+
+def test_a_cached_figure_is_not_served_in_the_other_language():
+    """Figures are shared between sessions (ui/cache.per_trace): the same trace seen in English, then in Chinese,
+    gives each session a figure in its own language (the language is part of the key)."""
+    import json
+
+    english = new_app(lang="en", text=TEXT)
+    english.run()
+    chinese = new_app(lang="zh", text=TEXT)  # new_app clears caches: build the English one again first
+    english.run()
+    chinese.run()
+    assert not english.exception and not chinese.exception
+
+    def tile_titles(at):  # the all-heads figure: its cache key names no title, only the view
+        figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+        tiles = next(f for f in figs if f["layout"].get("meta", {}).get("stage") == "heads")
+        return [a["text"] for a in tiles["layout"]["annotations"]]
+
+    assert tile_titles(english)[:2] == ["head 0", "head 1"]
+    assert tile_titles(chinese)[:2] == ["头 0", "头 1"]
+
+
+def test_export_command_in_chinese(tmp_path):
+    from transformer_core.cli.export import main
+
+    out = tmp_path / "slide.html"
+    assert main(["--text", TEXT.splitlines()[0], "--head", "2", "--format", "html", "--out", str(out),
+                 "--lang", "zh"]) == 0
+    html = out.read_text(encoding="utf-8")
+    assert "注意力权重 softmax(·) —— 第 0 层，头 2" in html
+    assert "玩具编码器" in html and "句子 0" in html
+    from transformer_core.text.i18n import language
+
+    assert main(["--text", "the cat", "--format", "csv", "--out", str(tmp_path / "x.csv")]) == 0
+    assert language() == "en"  # the default sets English back
