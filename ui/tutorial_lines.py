@@ -17,7 +17,8 @@ def show(stage: str, target=st) -> None:
     lines = lines_for(stage)
     if not lines:
         return
-    code = "\n".join(f"# {_('seed')} {line.seed}: {line.text()}\n{line.code}" for line in lines)
+    seed = _("seed")  # "seed 000" in English, "教程 000" in Chinese
+    code = "\n".join(f"# {seed} {line.seed}: {line.text()}\n{line.code}" for line in lines)
     target.caption(_("The tutorials' line that computes this:"))
     target.code(code, language="python", wrap_lines=True)
     if language() != "zh":

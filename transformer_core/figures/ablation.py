@@ -43,9 +43,9 @@ def weights_beside(intact: np.ndarray, ablated: np.ndarray, tokens, *, layer: in
                       n_cols=n_heads, tile_px=tile_px, meta={"layer": layer})
     for i, note in enumerate(fig.layout.annotations):
         note.text = _("head {head}").format(head=i % n_heads)
-    fig.add_annotation(text=f"<b>{_('intact')}</b>", xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
+    fig.add_annotation(text="<b>" + _("intact") + "</b>", xref="paper", yref="paper", x=0, y=1.0, xanchor="right",
                        showarrow=False, textangle=-90, font=dict(color=INTACT))
-    fig.add_annotation(text=f"<b>{_('ablated')}</b>", xref="paper", yref="paper", x=0, y=0.0, xanchor="right",
+    fig.add_annotation(text="<b>" + _("ablated") + "</b>", xref="paper", yref="paper", x=0, y=0.0, xanchor="right",
                        yanchor="bottom", showarrow=False, textangle=-90, font=dict(color=ABLATED))
     fig.update_layout(margin=dict(l=28, r=4, t=22, b=4), dragmode="zoom", clickmode="none",
                       meta={**fig.layout.meta, "stage": "ablation_weights"})
