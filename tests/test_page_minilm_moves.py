@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from apptest_utils import figures, focus, heatmap_z, new_app, tiles
+from apptest_utils import figures, focus, heatmap_z, tiles
 from test_page_minilm import needs_minilm, open_page, overview_of
 
 TEXT = "The cat sat on the mat."
