@@ -31,8 +31,8 @@ STAGE_HELP = {
     "context": N_("Each query's weighted mix of value vectors: one row per query position."),
     "q": N_("What each position is looking for."), "k": N_("What each position offers to be found by."),
     "v": N_("What each position passes on when attended to."),
-    "norms": "What each key moves into each query: its weight times the length of its value vector after W_O "
-             "(Kobayashi et al. 2020). W_O^h = the d_k rows of W_O for head h; the output bias is left out.",
+    "norms": N_("What each key moves into each query: its weight times the length of its value vector after W_O "
+                "(Kobayashi et al. 2020). W_O^h = the d_k rows of W_O for head h; the output bias is left out."),
 }
 # The one upload limit, in bytes: 32 MB = 32,000,000 bytes. The browser refuses a larger file (Streamlit's
 # uploader counts server.maxUploadSize = 32 in decimal MB), Streamlit's server and nginx admit 32 MiB (the
@@ -121,9 +121,11 @@ def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> 
     """
     if expander:
         with st.expander(_("Reopen a downloaded JSON trace")):
-            upload = st.file_uploader(_("Trace JSON saved from this app"), type="json", key=key, help=UPLOAD_HELP)
+            upload = st.file_uploader(_("Trace JSON saved from this app"), type="json", key=key,
+                                      help=_("At most {mb} MB ({n} bytes).").format(mb=UPLOAD_MB, n=f"{UPLOAD_BYTES:,}"))
     else:
-        upload = st.file_uploader(_("Reopen a trace JSON saved from this app"), type="json", key=key, help=UPLOAD_HELP)
+        upload = st.file_uploader(_("Reopen a trace JSON saved from this app"), type="json", key=key,
+                                  help=_("At most {mb} MB ({n} bytes).").format(mb=UPLOAD_MB, n=f"{UPLOAD_BYTES:,}"))
     if upload is None:
         return None
     trace, problem = read_upload(upload.getvalue(), stages)
