@@ -13,6 +13,7 @@ import streamlit as st
 from transformer_core import EncoderConfig, Trace, run_toy
 
 from .cache import memo
+from .i18n import _
 from .state import MAX_TOKENS, Settings
 
 
@@ -48,6 +49,6 @@ def usable(settings: Settings) -> Settings:
     was asked for and cannot be loaded. The sidebar keeps the learner's choice."""
     if settings.tokenizer != "wordpiece" or (problem := wordpiece_problem()) is None:
         return settings
-    st.warning(f"The BERT WordPiece tokenizer is not available (it comes with the trained model MiniLM-L6), so this "
-               f"page uses the word-level tokenizer: {problem}", icon=":material/block:")
+    st.warning(_("The BERT WordPiece tokenizer is not available (it comes with the trained model MiniLM-L6), so this "
+                 "page uses the word-level tokenizer: {problem}").format(problem=problem), icon=":material/block:")
     return dataclasses.replace(settings, tokenizer="word")

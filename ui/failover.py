@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-MESSAGE = ("**Reconnected to another server.** The server this page was on went away, so it now runs on "
+from .i18n import N_, _
+
+MESSAGE = N_("**Reconnected to another server.** The server this page was on went away, so it now runs on "
            "another one. Your sentences, settings and view came back from the page's address; an uploaded "
            "trace has to be uploaded again.")
 
@@ -42,9 +44,9 @@ def notice_if_moved() -> None:
     moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))
     ss["_failover"] = "moved" if moved else "fresh"
     if moved:  # this run's widget values come from the browser, not the URL (ui.state)
-        st.toast("**Reconnected to another server.** Your view came back.", icon=":material/sync_problem:",
+        st.toast(_("**Reconnected to another server.** Your view came back."), icon=":material/sync_problem:",
                  duration="long")
-        st.info(MESSAGE, icon=":material/sync_problem:")
+        st.info(_(MESSAGE), icon=":material/sync_problem:")
 
 
 def moved_this_run() -> bool:

@@ -16,6 +16,7 @@ from transformer_core.analysis.head_stats import head_stats
 from transformer_core.records.trace import Trace
 
 from .cache import memo
+from .i18n import _
 from .state import MAX_TOKENS
 
 MAX_MINILM_TOKENS = 512  # the model's own limit (its learned position table), [CLS] and [SEP] included
@@ -69,7 +70,7 @@ def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
     from transformer_core.figures.overview import tiled_weights
     from transformer_core.models.minilm_trace import run_minilm
 
-    with st.spinner("Running MiniLM-L6 …"):
+    with st.spinner(_("Running MiniLM-L6 …")):
         trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
                            only=lambda name: name.endswith(".attention.weights"))
     batches = range(len(trace.tokens))
@@ -95,7 +96,7 @@ def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace
     from transformer_core.models.minilm_trace import run_minilm
 
     prefix = f"layers.{layer}.attention."
-    with st.spinner("Running MiniLM-L6 …"):
+    with st.spinner(_("Running MiniLM-L6 …")):
         return run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
                           only=lambda name: name.startswith(prefix) and name[len(prefix):] in SHOWN_STAGES)
 

@@ -416,8 +416,8 @@ def causal_overview(fig, trace: Trace, period: int | None, color: str):
         table = head_types(trace, 0, (color,))
         scores = table[color].to_numpy().reshape(trace.n_layers, -1)
     if np.isnan(scores).all():
-        st.caption(f"No {SCORES[color]} score: the sequence does not repeat.")
+        st.caption(_("No {score} score: the sequence does not repeat.").format(score=_(SCORES[color])))
         return fig
-    st.caption(f"Tiles fade as their **{SCORES[color]}** score on this sequence falls; a red frame marks 0.25 or "
-               "more (thicker = higher).")
+    st.caption(_("Tiles fade as their **{score}** score on this sequence falls; a red frame marks 0.25 or more "
+                 "(thicker = higher).").format(score=_(SCORES[color])))
     return score_overlay(fig, np.nan_to_num(scores), SCORES[color])
