@@ -86,3 +86,19 @@ def test_a_chinese_link_opens_in_chinese_with_chinese_words(server, chromium):
     assert page.get_by_text("5 个词元").count() >= 1  # 我们 / 今天 / 学习 / 注意力 / 机制
     assert page.get_by_text("用 sqrt(d_k) 做缩放，防止分数过大。").count() >= 1  # the tutorial's own comment
     page.close()
+
+
+def test_without_lang_the_page_follows_the_browsers_language(server, chromium):
+    context = chromium.new_context(locale="zh-CN", viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{server}/?{urllib.parse.urlencode({'text': TEXT})}")
+    wait_idle(page)
+    assert page.get_by_role("heading", name="注意力探索器").count() == 1
+    assert query(page)["lang"] == "zh"  # written back, so a copied link keeps the language
+    context.close()
+    context = chromium.new_context(locale="en-US", viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    page.goto(f"{server}/?{urllib.parse.urlencode({'text': TEXT})}")
+    wait_idle(page)
+    assert page.get_by_role("heading", name="Attention Explorer").count() == 1
+    context.close()
