@@ -36,6 +36,7 @@ from ..records.checksums import require_sha256, sha256_of  # noqa: F401  (sha256
 from ..nn.attention import MultiHeadAttention
 from ..nn.encoder import init_parameters
 from ..nn.masks import causal_mask
+from ..text.i18n import _
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 WEIGHTS_PATH = DATA_DIR / "causal_model.safetensors"  # final weights and every checkpoint
@@ -73,7 +74,7 @@ class CausalLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         """``x [batch, pos, d_model]``; mask bool broadcastable to ``[batch, head, query_pos, key_pos]``."""
-        out, _ = self.attention(x, x, x, mask)
+        out, _weights = self.attention(x, x, x, mask)
         return out
 
 
@@ -96,7 +97,7 @@ class CausalLM(nn.Module):
         with torch.device("meta"):  # no global-RNG draw while building
             self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
             self.position_embedding = nn.Embedding(config.max_positions, config.d_model)
-            self.layers = nn.ModuleList(CausalLayer(config) for _ in range(config.n_layers))
+            self.layers = nn.ModuleList(CausalLayer(config) for _layer in range(config.n_layers))
             self.unembed = nn.Linear(config.d_model, config.vocab_size)
         for m in self.modules():
             for name, p in list(m.named_parameters(recurse=False)):
@@ -298,8 +299,8 @@ def parse_tokens(text: str, vocab_size: int = CAUSAL_CONFIG.vocab_size) -> list[
         # ASCII digits only (str.isdigit also takes "²" and "５", which int() then refuses), and short
         # enough for int() (Python refuses more than 4,300 digits)
         if not _TOKEN_ID.fullmatch(word) or int(word) >= vocab_size:
-            raise ValueError(f"{word[:20]!r}{'…' if len(word) > 20 else ''} is not a token id: type whole numbers "
-                             f"from 0 to {vocab_size - 1}")
+            raise ValueError(_("{word} is not a token id: type whole numbers from 0 to {last}").format(
+                word=repr(word[:20]) + ("…" if len(word) > 20 else ""), last=vocab_size - 1))
         ids.append(int(word))
     return ids
 
