@@ -100,7 +100,7 @@ def test_a_link_opens_the_same_view(server, chromium):
     page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
                            ".some(d => d.layout && d.layout.meta && d.layout.meta.head === 2)", timeout=60_000)
     wait_idle(page)
-    page.get_by_text("Fixed 0–1 scale").click()
+    page.locator('[data-testid="stButtonGroup"] button', has_text="0 – 1").click()  # (was the "Fixed 0–1" toggle)
     wait_idle(page)
     url, before = page.url, drawn_figures(page)
     assert {"stage=masked_scores", "head=2", "sentence=1", "scale=fixed"} <= set(urllib.parse.urlparse(url).query

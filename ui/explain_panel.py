@@ -42,16 +42,17 @@ def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, k
     answer is in view at 1280×720: the score, the weight and the row's softmax; the steps follow in :func:`show`."""
     e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
     tokens = trace.tokens[batch]
-    cell = _("Query {q} → key {k}").format(q=plain(f"{query}: {tokens[query]}"), k=plain(f"{key}: {tokens[key]}"))
+    cell = _("q {q} → k {k}").format(q=plain(f"{query}: {tokens[query]}"), k=plain(f"{key}: {tokens[key]}"))
     if e.empty_row:
-        body = _("no visible key in this row: every weight is 0.")
+        body = _("no visible key in this row: every weight is 0")
     elif not e.visible:
-        body = _("score {s} is masked ({why}): weight **0**.").format(s=_num(e.score), why=plain(e.why))
+        body = _("score {s}, masked ({why}): weight **0**").format(s=_num(e.score), why=plain(e.why))
     else:
-        body = _("score **{s}** → weight **{w}** = e^(s − m) / Σ = {num} / {den} over the row's {n} visible keys.").format(
-            s=_num(e.score), w=_num(e.weight), num=_num(e.exps[key]), den=_num(e.exp_sum), n=int(e.row_visible.sum()))
-    st.markdown(f"**{cell}** {_('(outlined)')}: {body}  \n" + _("Step by step below: **Explain this number**."),
-                help=_("Click a cell of the large heatmap (up to 32 tokens) or pick the query and key below."))
+        body = _("score {s}, weight **{w}** = {num} / {den} (e^(s − m) / Σ over the row)").format(
+            s=_num(e.score), w=_num(e.weight), num=_num(e.exps[key]), den=_num(e.exp_sum))
+    st.markdown(f"**{cell}** " + _("(outlined)") + f": {body}",
+                help=_("The cell outlined in the large heatmap: click another (up to 32 tokens) or pick the query and "
+                       "key under **Explain this number**, which shows every step."))
 
 
 def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) -> None:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from transformer_core.figures import stage as figures
 from transformer_core.figures.heads import heads_figure, picked_head
-from transformer_core.records.trace import Trace
+from transformer_core.records.trace import PATTERN_STAGES, Trace
 
 from . import cache, explain_panel
 from .i18n import N_, _
@@ -23,12 +23,16 @@ from .views import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
 STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": N_("scores"), "masked_scores": N_("masked"),
-                "weights": N_("weights"), "context": N_("context"), "norms": "norms"}
+                "weights": N_("weights"), "context": N_("context"), "norms": N_("norms")}
+
+SCALES = {"auto": N_("0 – max"), "fixed": N_("0 – 1"), "row": N_("each row")}  # ?scale=: the weights' colour range
 
 
 def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_layers: int = 1,
-             sentences: list[str] | None = None) -> tuple[str, int, int, int, bool, bool]:
-    """``(stage, batch, layer, head, fixed_scale, all_large)`` from one compact row of controls bound to the URL.
+             sentences: list[str] | None = None) -> tuple[str, int, int, int, str, bool]:
+    """``(stage, batch, layer, head, scale, all_large)`` from one compact row of controls bound to the URL.
+
+    ``scale`` is one of :data:`SCALES` (``?scale=``); its picker and "all heads large" are drawn by :func:`show`.
 
     A sentence picker (``?sentence=``) is shown when ``sentences`` has more than one, a layer
     picker (``?layer=``) when ``n_layers > 1``; otherwise both are 0.
@@ -36,12 +40,13 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     stage_key, head_key = f"{key_prefix}stage", f"{key_prefix}head"
     bind_url(stage_key, "stage", stages, "weights")
     bind_url(head_key, "head", range(n_heads), 0)
-    bind_url(f"{key_prefix}fixed", "scale", (False, True), False, to_text=lambda v: "fixed" if v else "auto")
+    bind_url(f"{key_prefix}scale", "scale", tuple(SCALES), "auto")
     bind_url(f"{key_prefix}all", "all", (False, True), False, to_text=lambda v: "1" if v else "0")
     layer_key, batch_key = f"{key_prefix}layer", f"{key_prefix}batch"
     many = sentences is not None and len(sentences) > 1
-    widths = [5.4] + [1.4] * many + [1.0] * (n_layers > 1) + [1.0, 1.7]  # the stage buttons need ~480 px
-    left, *pickers, middle, right = st.columns(widths, vertical_alignment="bottom")
+    # the stage buttons need ~430 px, a sentence label ~260 px at 1280 px; colours and "all heads large" sit by the tiles
+    widths = [5.4] + [3.2] * many + [1.0] * (n_layers > 1) + [1.0]
+    left, *pickers, middle = st.columns(widths, vertical_alignment="bottom")
     batch = layer = 0
     if many:
         labels = [sentence_label(b, s, 30) for b, s in enumerate(sentences)]
@@ -57,12 +62,8 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
                                    format_func=stage_names.get, help=_("The step of attention to look at."))
     head = middle.selectbox(_("Head"), range(n_heads), key=head_key,
                             help=_("The head drawn large. Or click a tile in the all-heads figure."))
-    with right:
-        fixed = st.toggle(_("Fixed 0–1 scale"), key=f"{key_prefix}fixed",
-                          help=_("Weights: colours from 0 to 1 (compare figures and slides) instead of 0 to the largest "
-                                 "weight shown (see the structure of a nearly uniform head)."))
-        all_large = st.toggle(_("All heads large"), key=f"{key_prefix}all")
-    return stage, batch, layer, head, fixed, all_large
+    scale, all_large = st.session_state.get(f"{key_prefix}scale"), st.session_state.get(f"{key_prefix}all")
+    return stage, batch, layer, head, scale or "auto", bool(all_large)  # their widgets: show(), by the tiles
 
 
 def _focus_head(key: str, head_key: str) -> None:
@@ -73,10 +74,54 @@ def _focus_head(key: str, head_key: str) -> None:
         st.session_state[head_key] = head  # bind_url writes it into the URL on the rerun
 
 
-def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool, all_large: bool,
+def _explainable(trace: Trace, layer: int) -> bool:
+    return all(name in trace.stages or f"layers.{layer}.attention.{name}" in trace.stages
+               for name in ("q", "k", "v", "scores", "weights", "context"))
+
+
+def _chosen_cell(trace: Trace, batch: int, key_prefix: str) -> tuple[int, int]:
+    """``(query, key)`` of the explained cell (``?q=&k=``, a click or the pickers), bound before the figure is drawn."""
+    tokens = trace.tokens[batch]
+    options = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    for name in ("q", "k"):
+        bind_url(f"{key_prefix}{name}", name, range(len(tokens)), 0, labels=options)
+    return int(st.session_state[f"{key_prefix}q"]), int(st.session_state[f"{key_prefix}k"])
+
+
+def _layout(wide: bool) -> dict:
+    """Where each part goes. Short sentences: the focused head beside a column with the colour choice, the
+    chosen cell's answer (in view after a click at 1280×720), the tiles and the formula. Long ones: the
+    choice and the answer above a focused head as wide as the page, tiles and formula below it."""
+    if wide:
+        options, answer = st.columns([1.3, 1.7], gap="medium")
+        focus = st.container()
+        tiles, formula = st.columns([1, 1], gap="medium")
+        return dict(options=options, answer=answer, focus=focus, tiles=tiles, formula=formula)
+    focus, side = st.columns([1.5, 1], gap="medium")
+    with side:  # the answer first (in view after a click), then the tiles, then the options and the formula
+        answer, tiles, options = (st.container() for _part in range(3))
+    return dict(options=options, answer=answer, tiles=tiles, formula=options, focus=focus)
+
+
+def _view_options(key_prefix: str, wide: bool) -> None:
+    """The colour range of the weights (``?scale=``) and "all heads large" (``?all=``), bound in :func:`controls`."""
+    scale_key = f"{key_prefix}scale"
+    names = {k: _(v) for k, v in SCALES.items()}
+    st.segmented_control(
+        _("Colours"), list(SCALES), key=scale_key, required=True, default=fallback(scale_key), format_func=names.get,
+        help=_("Weights: from 0 to the largest weight shown (see a nearly uniform head's structure), fixed from 0 "
+               "to 1 (compare figures and slides), or each query row from 0 to its own largest weight (where each "
+               "query looks, however many keys it sees). Other stages: one range for every head."))
+    st.toggle(_("All heads large"), key=f"{key_prefix}all", help=_("Every head of this stage below, large, "
+                                                                         "with token labels and a colour bar."))
+
+
+def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool | str, all_large: bool,
          key_prefix: str, hide_keys: np.ndarray | None = None, title_prefix: str = "", explain: bool = True) -> None:
     """The focused head beside its formula, shape and the all-heads tiles (two charts), then the
     "explain this number" panel for one cell of the focused head (``explain``)."""
+    scale = fixed if isinstance(fixed, str) else ("fixed" if fixed else "auto")  # controls() gives a SCALES key
+    fixed = scale == "fixed"
     data = trace.stage(stage, layer)
     zrange = figures.stage_range(trace, stage, batch, layer, fixed=fixed)
     if hide_keys is not None and stage in ("masked_scores", "weights"):
@@ -86,36 +131,54 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     zrange = tuple(zrange) if zrange is not None else None  # part of the figure cache's key
     hidden = None if hide_keys is None else np.asarray(hide_keys, bool).tobytes()
     fmt = st.session_state.get("shared_image_format", "png")
-    focus_col, side = st.columns([1.7, 1], gap="medium")
-    with side:
+    n = len(trace.tokens[batch])
+    wide = n > figures.WIDE_TOKENS and stage in PATTERN_STAGES  # long sentences: the focused head fills the column
+    cell = _chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
+    where = _layout(wide)
+    with where["options"]:
+        _view_options(key_prefix, wide)
+    if cell is not None:
+        with where["answer"]:
+            explain_panel.first_line(trace, batch=batch, layer=layer, head=head, query=cell[0], key=cell[1])
+    with where["tiles"]:
         st.caption(_("All {h} heads, same colours. **Click a tile's centre** to focus that head.").format(h=data.shape[1]))
         n_cols = 4 if data.shape[1] > 2 else data.shape[1]
-        tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols), lambda: heads_figure(
-            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=66))
+        # the focused head's tile is framed: the figure is resent when the head changes (one small chart)
+        tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols, head), lambda: heads_figure(
+            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=66,
+            focus=head))
         tiles_key = f"{key_prefix}tiles_{stage}_{layer}"
         st.plotly_chart(tiles, key=tiles_key, on_select=lambda: _focus_head(tiles_key, f"{key_prefix}head"),
                         selection_mode="points",
                         config=figures.chart_config(figures.figure_filename(stage, None, layer, trace.tokens[batch]),
                                                     fmt))
+    with where["formula"]:
         st.latex(FORMULAS.get(stage, stage))
         st.markdown(f"`{shape_text(stage, data.shape)}`  \n{_(STAGE_HELP[stage]) if stage in STAGE_HELP else ''}")
         if stage == "masked_scores" and trace.visible(batch).all() and hide_keys is None:
             st.caption(_("No cell of this sentence is masked (causal mask off, no [PAD]): masked scores = raw scores."))
-    with focus_col:
+    with where["focus"]:
         title = title_prefix + _("head {head} · {name}").format(head=head, name=name)
-        fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, fixed, title),
+        size = dict(height=figures.wide_height(n), width_px=700) if wide else {}
+        square = stage in PATTERN_STAGES
+        fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
                               lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,
                                                            zrange=zrange, hide_keys=hide_keys, fixed=fixed,
-                                                           title=title))
+                                                           title=title, row_scale=scale == "row", cell=cell,
+                                                           square=square, **size))
         focus_key = f"{key_prefix}focus"
         st.plotly_chart(fig, key=focus_key, selection_mode="points",
                         on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
                         config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
                                                     fmt))
+        if wide and len(trace.tokens[batch]) > figures.MAX_TICKS:
+            st.caption(_("{n} tokens: every {k}th is labelled (hover names each cell). Drag over the figure to zoom "
+                         "in; double-click to zoom out.").format(n=n, k=-(-n // figures.MAX_TICKS)))
     if all_large:
         st.markdown("##### " + _("All heads of {name}, large").format(name=name))
         big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: heads_figure(
-            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=2, tile_px=380))
+            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=2, tile_px=380,
+            labels=True))
         st.plotly_chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(
             figures.figure_filename(stage, None, layer, trace.tokens[batch]), fmt))
     if explain and all(name in trace.stages or f"layers.{layer}.attention.{name}" in trace.stages

@@ -25,13 +25,14 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .stage import DIVERGING, SEQUENTIAL, SIGNED_STAGES, label
+from .stage import CELL_OUTLINE, DIVERGING, SEQUENTIAL, SIGNED_STAGES, label, short_label, tick_positions
 from .overview import block_reduce, gutter_for, pool_for
 from ..records.trace import PATTERN_STAGES, Trace
 from ..text.i18n import N_, _
 
 MAX_TILE = 64  # cells per tile side; a tile is ~80 px wide on screen, so more could not be seen anyway
 MARKER_TRACE = 1  # curve number of the tile-centre markers
+MASKED_GREY = "#d9d9d9"  # blocked cells: the same grey as the focused figure's (stage.heatmap)
 _ROW_TAG, _COL_TAG = "\u200b", "\u2060"  # invisible characters that make each tile row's/column's labels unique
 
 
@@ -50,7 +51,8 @@ def _pooled_labels(tokens, n: int, step: int, role: str) -> list[str]:
 
 def heads_figure(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
                  zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
-                 n_cols: int = 4, max_tile: int = MAX_TILE, tile_px: int = 78) -> go.Figure:
+                 n_cols: int = 4, max_tile: int = MAX_TILE, tile_px: int = 78, focus: int | None = None,
+                 labels: bool = False) -> go.Figure:
     """All heads of one stage of one sentence of ``trace`` as tiles of one heatmap (see :func:`tiled_heads`).
 
     ``hide_keys``: bool ``[key_pos]``, key columns to blank (pattern stages).
@@ -64,12 +66,14 @@ def heads_figure(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
         if hide_keys is not None:
             visible &= ~np.asarray(hide_keys, bool)[None, :]
     return tiled_heads(trace.stage(stage, layer)[batch], trace.tokens[batch], stage, visible=visible, zrange=zrange,
-                       n_cols=n_cols, max_tile=max_tile, tile_px=tile_px, meta={"layer": layer, "batch": batch})
+                       n_cols=n_cols, max_tile=max_tile, tile_px=tile_px, meta={"layer": layer, "batch": batch},
+                       focus=focus, labels=labels)
 
 
 def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | None = None,
                 zrange: tuple[float, float] | None = None, n_cols: int = 4, max_tile: int = MAX_TILE,
-                tile_px: int = 78, meta: dict | None = None) -> go.Figure:
+                tile_px: int = 78, meta: dict | None = None, focus: int | None = None,
+                labels: bool = False) -> go.Figure:
     """Every head's matrix as tiles of one heatmap (click a tile centre to focus it).
 
     Args:
@@ -79,14 +83,18 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
         visible: bool ``[query_pos, key_pos]``, True = may attend; other cells are blank.
         zrange: colour range, shared with the focused head's figure (no colour bar here).
         n_cols: tiles per row. ``tile_px``: drawn size of a tile's longer side; sets the height.
+        focus: the head drawn large beside the tiles: its tile is framed.
+        labels: token tick labels on the left tiles and above the top ones, and a colour bar ("all heads large").
 
     ``layout.meta``: ``{"stage": "heads", "of": stage, "n_heads", "n_cols", "tile": [rows, cols]
     cells per tile, "gutter": [rows, cols], "pool": [rows, cols] tokens per cell}`` plus ``meta``.
-    Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata`` = head).
+    Traces: 0 = the heatmap, 1 = transparent tile-centre markers (``customdata`` = head), 2 (if any cell is
+    blocked) = the blocked cells in grey, as in the focused figure.
     """
     data = np.array(data, dtype=np.float32)  # [head, rows, cols]
     n_heads, n_r, n_c = data.shape
     pattern = stage in PATTERN_STAGES or stage.endswith("weights")
+    blocked = None if visible is None else np.broadcast_to(~np.asarray(visible, bool)[None], data.shape)
     if visible is not None:
         data = np.where(np.asarray(visible, bool)[None], data, np.nan)
     data[~np.isfinite(data)] = np.nan
@@ -119,8 +127,20 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
              else N_("mean of the block") if step_r > 1 or step_c > 1 else N_("value"))
     heat = go.Heatmap(
         z=z, x=xs, y=ys, zmin=zrange[0] if zrange else None, zmax=zrange[1] if zrange else None,
-        colorscale=DIVERGING if signed else SEQUENTIAL, showscale=False, hoverongaps=False, xgap=0, ygap=0,
+        colorscale=DIVERGING if signed else SEQUENTIAL, showscale=labels, hoverongaps=False, xgap=0, ygap=0,
+        colorbar=dict(thickness=10, len=0.6, y=1, yanchor="top", tickfont=dict(size=10)),
         hovertemplate=f"%{{y}}<br>%{{x}}<br>{what} %{{z:.4f}}<extra></extra>")
+    grey = None
+    if blocked is not None and blocked.any():  # a tile cell is grey when every cell of its block is blocked
+        shut = block_reduce(blocked.astype(np.float32), step_r, step_c, "mean") == 1.0  # [head, m_r, m_c]
+        g = np.full(z.shape, np.nan, dtype=np.float32)
+        for head in range(n_heads):
+            r, c = divmod(head, n_cols)
+            g[r * (m_r + g_r):r * (m_r + g_r) + m_r, c * (m_c + g_c):c * (m_c + g_c) + m_c] = np.where(
+                shut[head], np.float32(1), np.float32(np.nan))
+        grey = go.Heatmap(z=g, x=xs, y=ys, colorscale=[[0, MASKED_GREY], [1, MASKED_GREY]], zmin=0, zmax=1,
+                          showscale=False, hoverongaps=False, xgap=0, ygap=0, name=_("masked"),
+                          hoverinfo="skip")  # never in the way of a click on a tile-centre marker
     centres = [divmod(h, n_cols) for h in range(n_heads)]
     cx = [c * (m_c + g_c) + (m_c - 1) // 2 for _, c in centres]  # centre cell of each tile
     cy = [r * (m_r + g_r) + (m_r - 1) // 2 for r, _ in centres]
@@ -135,17 +155,41 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
               for h, ((r, _col), x) in enumerate(zip(centres, cx))]
     width_cells, height_cells = z.shape[1], z.shape[0]
     height = int(height_cells * tile_px / side) + 30
+    shapes = []
+    if focus is not None and 0 <= focus < n_heads:
+        r, c = divmod(focus, n_cols)
+        pad = g_c / 2  # half a gutter around the tile (the axis ranges below leave room for it at the edges)
+        shapes.append(dict(type="rect", xref="x", yref="y", x0=c * (m_c + g_c) - 0.5 - pad,
+                           x1=c * (m_c + g_c) + m_c - 0.5 + pad, y0=r * (m_r + g_r) - 0.5 - pad,
+                           y1=r * (m_r + g_r) + m_r - 0.5 + pad, line=dict(color=CELL_OUTLINE, width=2.5)))
+    axis_ticks = {}
+    if labels:  # token labels on the left tiles and above the top row of tiles (every k-th beyond 64)
+        rows_at = tick_positions(m_r) if step_r == 1 else []
+        cols_at = tick_positions(m_c) if step_c == 1 and pattern else []
+        axis_ticks = dict(
+            x=dict(showticklabels=bool(cols_at), tickmode="array", side="top", tickangle=-90, tickfont=dict(size=10),
+                   tickvals=[xs[c * (m_c + g_c) + j] for c in range(n_cols) for j in cols_at],
+                   ticktext=[short_label(tokens[j], j) for c in range(n_cols) for j in cols_at]),
+            y=dict(showticklabels=bool(rows_at), tickmode="array", tickfont=dict(size=10),
+                   tickvals=[ys[r * (m_r + g_r) + i] for r in range(n_rows) for i in rows_at],
+                   ticktext=[short_label(tokens[i], i) for r in range(n_rows) for i in rows_at]))
+        height += 80
     layout = dict(
         meta={"stage": "heads", "of": stage, "n_heads": n_heads, "n_cols": n_cols,
               "tile": [m_r, m_c], "gutter": [g_r, g_c], "pool": [step_r, step_c], **(meta or {})},
-        height=max(120, height), margin=dict(l=4, r=4, t=22, b=4), plot_bgcolor="#ffffff",
+        # t=48: the modebar (~26 px) sits above the top tiles' titles instead of covering them
+        height=max(120, height) + 26, margin=dict(l=4, r=4, t=48, b=4), plot_bgcolor="#ffffff",
         annotations=titles, clickmode="event+select", hovermode="closest", dragmode=False, hoverdistance=1,
-        xaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
-                   range=[-0.5, width_cells - 0.5]),
-        yaxis=dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
-                   range=[height_cells - 0.5, -0.5]),  # top row first; explicit: markers would pad an autorange
+        shapes=shapes,
+        xaxis={**dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
+                      range=[-0.5 - g_c / 2, width_cells - 0.5 + g_c / 2], automargin=True), **axis_ticks.get("x", {})},
+        yaxis={**dict(type="category", showticklabels=False, showgrid=False, zeroline=False,
+                      range=[height_cells - 0.5 + g_c / 2, -0.5 - g_c / 2], automargin=True),  # top row first
+               **axis_ticks.get("y", {})},
     )
-    return go.Figure(data=[heat, markers], layout=layout)
+    if focus is not None:
+        layout["meta"]["focus"] = focus
+    return go.Figure(data=[heat, markers] + ([grey] if grey is not None else []), layout=layout)
 
 
 def picked_head(points: list[dict] | None) -> int | None:

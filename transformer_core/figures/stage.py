@@ -31,16 +31,18 @@ STAGE_TITLES = {
     "q": N_("Queries Q"), "k": N_("Keys K"), "v": N_("Values V"),
     "scores": N_("Raw scores QKᵀ/√d_k"), "masked_scores": N_("Masked scores"),
     "weights": N_("Attention weights softmax(·)"), "context": N_("Per-head context weights·V"),
-    "norms": "Value-weighted norms ‖α·f(x)‖",
+    "norms": N_("Value-weighted norms ‖α·f(x)‖"),
 }
 STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": N_("score"), "masked_scores": N_("score"), "weights": N_("weight"),
                "context": "context", "norms": "norm"}
 EMPTY_ROW_MARK = "⊘"
-MAX_TICKS = 40  # every token labelled up to 40 per axis; beyond, every k-th (the hover names them all)
+MAX_TICKS = 64  # every token labelled up to 64 per axis; beyond, every k-th (the hover names them all)
 TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)
 GAP_MAX_CELLS = 8  # 1-px gaps only while cells are ≥ ~40 px, so gaps stay under ~5 % of a figure (plotly.py #746)
 CELL_MARKERS_MAX = 32  # tokens up to which the focused heatmap carries a click marker per cell
 FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
+WIDE_TOKENS = 24  # above this, the app draws the focused heatmap across the whole column (wide_height)
+CELL_OUTLINE = "#ff2b2b"  # the chosen cell's frame (red: seen on Viridis and on RdBu)
 
 
 def label(token: str, pos: int) -> str:
@@ -136,8 +138,14 @@ def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
 
 
 def _tick_font(n: int) -> int:
-    """Tick font size (px) for ``n`` labels on a ~500-px axis: readable, never overlapping."""
+    """Tick font size (px) for ``n`` labels on a ~500-px axis (~650 px beyond :data:`WIDE_TOKENS`): never below 10."""
     return 12 if n <= 16 else 11 if n <= 28 else 10
+
+
+def wide_height(n: int) -> int:
+    """Figure height (px) of a focused ``n × n`` heatmap drawn across the whole column (``n >`` :data:`WIDE_TOKENS`):
+    about 650 px of cells at 128 tokens on a 1280-px screen, plus the tick labels above and the caption below."""
+    return 680 if n <= 40 else 840
 
 
 def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
@@ -146,7 +154,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
             title: str = "", meta: dict | None = None, row_title: str = "query", col_title: str = "key",
             height: int | None = None, show_scale: bool = True, scale_title: str = "",
             row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
-            empty_note: str = "no visible key: weights 0", width_px: int = FOCUS_WIDTH_PX) -> go.Figure:
+            empty_note: str = "no visible key: weights 0", width_px: int = FOCUS_WIDTH_PX,
+            customdata: np.ndarray | None = None, square: bool = False) -> go.Figure:
     """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
 
     ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
@@ -154,6 +163,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     they are the axis categories, so the hover names both tokens from ``O(n)`` strings.
     ``row_ticks``/``col_ticks`` are the (shorter) tick texts, default the labels themselves.
     ``width_px``: about how wide the figure is drawn; x labels that would not fit turn vertical.
+    ``customdata`` (``[rows, cols]``): the values the hover names when ``matrix`` holds rescaled colours.
+    ``square``: cells stay square whatever width the browser gives the figure (``scaleanchor``).
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     n_rows, n_cols = matrix.shape
@@ -173,6 +184,11 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10), title=dict(text=scale_title, font=dict(size=11))),
         hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{z:.4f}}<extra></extra>",
     )
+    if customdata is not None:  # colours rescaled: the hover names the value itself
+        heat["customdata"] = np.asarray(customdata, np.float32)
+        heat["hovertemplate"] = (f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{customdata:.4f}}"
+                                 "<br>" + _("colour {z} of the row's largest").format(z="%{z:.2f}")
+                                 + "<extra></extra>")
     traces = [heat]
     # Blank cells have no hover of their own: a one-colour heatmap over them says why (uint8: 1 byte a cell).
     blank = ~np.isfinite(heat["z"])
@@ -190,13 +206,16 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     longest = max((display_width(html.unescape(col_ticks[i])) for i in xticks), default=1)  # 你好 = 4, as wide as abcd
     # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
     angle = 0 if longest * 7 <= width_px / max(1, len(xticks)) else -90
-    size = height or (390 if n_rows <= 24 else 520)
+    size = height or (430 if n_rows <= 24 else 520)
     layout = dict(
         # automargin: the title pushes the plot down instead of sitting on the top tick labels
         # a caption under the plot, as in a textbook figure (automargin: room is made for it)
         title=dict(text=title, font=dict(size=13), x=0, xanchor="left", yref="paper", y=0, yanchor="top",
                    automargin=True, pad=dict(t=6)),
-        meta=meta or {}, height=size, margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="#ffffff",
+        # t: room for the key labels (vertical: ~7 px a character) and the axis title; the modebar (the camera
+        # alone, chart_config) sits in the top-right corner above the colour bar, where it covers no label
+        meta=meta or {}, height=size, plot_bgcolor="#ffffff",
+        margin=dict(l=10, r=10, t=(longest * 7 + 8 if angle else 18) + 24, b=10),
         xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
                    ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=4),
                    tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
@@ -206,19 +225,49 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
                    showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
                    tickfont=dict(size=_tick_font(len(yticks)))),
     )
+    if square:  # one cell = one square, the plot shrinks along the longer side (constrain="domain")
+        layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
+        layout["xaxis"].update(constrain="domain")
     return go.Figure(data=traces, layout=layout)
+
+
+def outline_cell(fig: go.Figure, query: int, key: int) -> go.Figure:
+    """Frame cell ``(query, key)`` of a heatmap built by :func:`heatmap` (positions are the axes' indices)."""
+    fig.add_shape(type="rect", xref="x", yref="y", x0=key - 0.5, x1=key + 0.5, y0=query - 0.5, y1=query + 0.5,
+                  line=dict(color=CELL_OUTLINE, width=3), fillcolor="rgba(0,0,0,0)", layer="above", name="chosen cell")
+    fig.update_layout(meta={**dict(fig.layout.meta or {}), "cell": [query, key]})
+    return fig
+
+
+def row_scaled(weights: np.ndarray, visible: np.ndarray | None = None) -> np.ndarray:
+    """``weights / max_j weights[i, j]`` row by row over the visible keys (rows with no visible weight: NaN).
+
+    Colours each query row by its own maximum, so a row with many keys (small weights) shows where it
+    looks as clearly as row 0 under the causal mask (one key, weight 1). float32 ``[query_pos, key_pos]``.
+    """
+    w = np.array(weights, dtype=np.float64)
+    if visible is not None:
+        w = np.where(np.asarray(visible, bool), w, np.nan)
+    w[~np.isfinite(w)] = np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        top = np.nanmax(np.where(np.isnan(w), -np.inf, w), axis=-1, keepdims=True)
+        out = np.where(top > 0, w / np.where(top > 0, top, 1.0), np.nan)
+    return out.astype(np.float32)
 
 
 def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, layer: int = 0,
                  zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
                  show_scale: bool = True, fixed: bool = False, title: str | None = None,
-                 height: int | None = None) -> go.Figure:
+                 height: int | None = None, row_scale: bool = False, cell: tuple[int, int] | None = None,
+                 width_px: int = FOCUS_WIDTH_PX, square: bool = False) -> go.Figure:
     """The heatmap of one stage, one head, one sentence.
 
     ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
     ``[pos, d_head]``. ``hide_keys`` (bool ``[key_pos]``) blanks chosen key columns (e.g. special tokens).
     ``zrange`` defaults to :func:`stage_range` over every head (``fixed`` as there); the colour
-    bar's title says what the range is.
+    bar's title says what the range is. ``row_scale`` (weights only): each query row coloured from 0 to
+    its own largest weight (:func:`row_scaled`; the hover keeps the weight). ``cell = (query, key)``:
+    that cell is framed (:func:`outline_cell`). ``width_px`` and ``square``: as :func:`heatmap`.
 
     Raises:
         KeyError: unknown stage.
@@ -232,18 +281,27 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
         zrange = stage_range(trace, stage, batch, layer, fixed=fixed)
     colorscale = DIVERGING if stage in SIGNED_STAGES else SEQUENTIAL
     caption = _("head {head}").format(head=head) if title is None else title
-    common = dict(zrange=zrange, colorscale=colorscale, meta=meta, show_scale=show_scale, height=height,
-                  title=f"{caption}<br><span style='font-size:11px'>{range_note(stage, zrange, fixed)}</span>",
-                  scale_title=STAGE_SHORT.get(stage, stage), row_ticks=ticks)
+    row_scale = row_scale and stage in ("weights", "dropped_weights")
+    note = _("each query row coloured from 0 to its own largest weight") if row_scale else range_note(stage, zrange, fixed)
+    common = dict(zrange=(0.0, 1.0) if row_scale else zrange, colorscale=colorscale, meta=meta, show_scale=show_scale,
+                  height=height, title=f"{caption}<br><span style='font-size:11px'>{note}</span>",
+                  scale_title=_("÷ row max") if row_scale else _(STAGE_SHORT.get(stage, stage)), row_ticks=ticks,
+                  width_px=width_px, square=square)
     if stage in PATTERN_STAGES:
         visible = trace.visible(batch).copy()
         if hide_keys is not None:
             visible &= ~np.asarray(hide_keys, bool)[None, :]
         # raw scores are shown whole: masking has not happened yet at that stage
-        fig = heatmap(data, rows, rows, visible=None if stage == "scores" else visible,
-                      empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks, **common)
+        fig = heatmap(row_scaled(data, visible) if row_scale else data, rows, rows,
+                      visible=None if stage == "scores" else visible,
+                      empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks,
+                      customdata=data if row_scale else None, **common)
+        if row_scale:
+            fig.layout.meta = {**meta, "row_scale": True}
         if len(tokens) <= CELL_MARKERS_MAX:
             add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
+        if cell is not None and max(cell) < len(tokens):
+            outline_cell(fig, *cell)
         return fig
     cols = [f"d{j}" for j in range(data.shape[-1])]
     return heatmap(data, rows, cols, row_title=_("position"), col_title=_("dimension"), **common)
@@ -283,5 +341,5 @@ def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tup
 
 def chart_config(filename: str, fmt: str = "png") -> dict:
     """``st.plotly_chart``/``fig.show`` config: the modebar camera saves a slide-sized image."""
-    return {"displaylogo": False,
+    return {"displaylogo": False, "modeBarButtons": [["toImage"]],  # the camera only: a full toolbar covered titles
             "toImageButtonOptions": {"format": fmt, "filename": filename, "width": 1280, "height": 720, "scale": 2}}
