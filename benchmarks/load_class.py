@@ -164,8 +164,8 @@ async def one_session(i: int, url: str, markers: list[str], stats: Stats, stop_a
                 kwargs["widget_states"] = [("n_heads", rng.choice(list(w["n_heads"][1].options)))]
             elif action == "head" and "Head" in w:
                 kwargs["widget_states"] = [("Head", rng.choice(list(w["Head"][1].options)))]
-            elif action == "fixed" and "Fixed 0–1 scale" in w:
-                kwargs["widget_states"] = [("Fixed 0–1 scale", bool(rng.getrandbits(1)))]
+            elif action == "fixed" and "All heads large" in w:  # (the 0–1 toggle became the ?scale= buttons)
+                kwargs["widget_states"] = [("All heads large", bool(rng.getrandbits(1)))]
             elif action == "type" and "Sentences (one per line)" in w:
                 text = sentence(rng, own)
                 kwargs["widget_states"] = [("Sentences (one per line)", text)]

@@ -47,7 +47,7 @@ INTERACTIONS = [
     ("explorer: toggle causal mask", "", "Causal mask", [True, False]),
     ("explorer: toggle padding mask", "", "Padding mask", [False, True]),
     ("explorer: pick a head", "", "Head", [1, 2, 3, 0]),
-    ("explorer: fixed 0–1 scale", "", "Fixed 0–1 scale", [True, False]),
+    ("explorer: all heads large", "", "All heads large", [True, False]),  # (the 0–1 toggle became ?scale=)
     ("explorer: change n_heads", "", "n_heads", [1, 2, 0]),  # indices into the options
     ("explorer: type a new sentence", "", "Sentences (one per line)", None),
     ("minilm: pick a layer", "minilm", "Layer", [1, 2, 3, 0]),
