@@ -63,7 +63,7 @@ hide_col.toggle(_("Hide attention to special tokens"), key="minilm_hide_special"
 hide_keys = minilm.special_mask(trace, batch) if ss["minilm_hide_special"] else None
 stats = summary["stats"][batch]
 n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
-wordpiece_note.show(trace, batch)  # Chinese is mostly [UNK] to MiniLM's WordPiece: say so, with the count
+wordpiece_note.show(trace, batch, sentences[batch])  # Chinese is mostly [UNK] to MiniLM: say so, the count, the words
 
 st.markdown(_("**All {layers} layers × {heads} heads** of sentence {b} (attention weights; rows = queries, columns = "
               "keys). **Click a tile's centre** to open that head below.").format(layers=N_LAYERS, heads=N_HEADS, b=batch))

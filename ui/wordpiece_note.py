@@ -10,7 +10,8 @@ import streamlit as st
 
 from transformer_core.records.trace import Trace
 
-from .i18n import ngettext
+from .i18n import _, ngettext
+from .markdown import plain
 
 UNK = "[UNK]"
 
@@ -21,8 +22,26 @@ def unk_count(trace: Trace, batch: int) -> tuple[int, int]:
     return sum(t == UNK for t in real), len(real)
 
 
-def show(trace: Trace, batch: int) -> None:
-    """An info note when sentence ``batch`` holds ``[UNK]`` tokens (nothing otherwise)."""
+def unknown_words_line(text: str) -> str:
+    """Which words of ``text`` became ``[UNK]`` and what that does to the weights (plain text; "" if none)."""
+    from transformer_core.analysis.unknown_words import unknown_words
+
+    try:
+        words = unknown_words(text)
+    except RuntimeError:  # no WordPiece: the page says so itself
+        return ""
+    if not words:
+        return ""
+    shown = list(dict.fromkeys(words))  # each word once, in order
+    listed = ", ".join(shown[:20]) + (" …" if len(shown) > 20 else "")
+    return _("[UNK] here stands for: {words}. Every [UNK] has the same embedding, so before position is added the "
+             "model cannot tell these words apart: the weights to and from them differ only through position and "
+             "context, not through what the words mean.").format(words=listed)
+
+
+def show(trace: Trace, batch: int, text: str | None = None) -> None:
+    """An info note when sentence ``batch`` holds ``[UNK]`` tokens (nothing otherwise); with ``text`` (the sentence
+    as typed) it names the words that became ``[UNK]`` (:func:`unknown_words_line`)."""
     unknown, real = unk_count(trace, batch)
     if unknown:
         st.info(ngettext(
@@ -35,3 +54,5 @@ def show(trace: Trace, batch: int) -> None:
             "sees them all as the same token. The toy pages' word-level tokenizer cuts Chinese into words; MiniLM "
             "cannot, its weights were learned on its own vocabulary.", unknown).format(unk=unknown, n=real),
             icon=":material/help:")
+        if text is not None and (line := unknown_words_line(text)):
+            st.caption(plain(line))
