@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..text.i18n import _
 from ..text.tokenize import normalize_text
 from .trace import PATTERN_STAGES, Trace
 from .schema import Limits, check_document
@@ -125,25 +126,27 @@ def trace_from_json(text: str | bytes, *, limits: Limits = Limits(),
     size = len(text) if isinstance(text, bytes) or len(text) > limits.size_bytes else \
         len(text.encode("utf-8", "surrogatepass"))
     if size > limits.size_bytes:
-        raise ValueError(f"it is {size:,} bytes; at most {limits.size_bytes:,} bytes can be read")
+        raise ValueError(_("it is {size} bytes; at most {limit} bytes can be read").format(
+            size=f"{size:,}", limit=f"{limits.size_bytes:,}"))
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as err:
-            raise ValueError(f"it is not UTF-8 text (byte {err.start} cannot be read)") from None
+            raise ValueError(_("it is not UTF-8 text (byte {n} cannot be read)").format(n=err.start)) from None
     text = text.removeprefix("\ufeff")
     try:
         doc = json.loads(text, parse_int=_reader(limits))
     except _HugeNumber as err:
         raise ValueError(str(err)) from None
     except ValueError as err:  # JSONDecodeError
-        raise ValueError(f"not JSON: {str(err)[:160]}") from None
+        raise ValueError(_("not JSON: {error}").format(error=str(err)[:160])) from None
     except RecursionError:
-        raise ValueError("not a trace: it is nested far too deeply (a trace is 7 levels deep)") from None
+        raise ValueError(_("not a trace: it is nested far too deeply (a trace is 7 levels deep)")) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         found = found[:80] if isinstance(found, str) else found if found is None else type(found).__name__
-        raise ValueError(f"not a trace document: expected format {FORMAT!r}, found {found!r}")
+        raise ValueError(_("not a trace document: expected format {expected}, found {found}").format(
+            expected=repr(FORMAT), found=repr(found)))
     stages = check_document(doc, limits, required)
     mask = None if doc["mask"] is None else np.array(doc["mask"], dtype=bool)
     return Trace(
