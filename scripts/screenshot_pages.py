@@ -8,6 +8,7 @@ student would (a link with a 12-token sentence), waits until every chart is draw
     python scripts/screenshot_pages.py            # all pages
     python scripts/screenshot_pages.py --out /tmp # elsewhere
     python scripts/screenshot_pages.py --lang zh  # in Chinese, with Chinese sentences: page_<name>_zh.png
+    python scripts/screenshot_pages.py --size 1440x900  # a larger projector: page_<name>_1440.png
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ TWELVE = "The animal didn't cross the street because it was too tired."
 PAGES = {  # name → path, query, and optionally a text to scroll to
     "explorer": ("/", {"text": TWELVE, "causal": 1}),
     "explain": ("/", {"text": TWELVE, "causal": 1, "q": 8, "k": 1, "head": 2}, "Explain this number"),
-    "explorer_128_tokens": ("/", {"text": " ".join(f"w{i}" for i in range(128)), "d_model": 96, "n_heads": 12}),
+    "explorer_128_tokens": ("/", {"text": " ".join(f"w{i}" for i in range(128)), "d_model": 96, "n_heads": 12,
+                                   "causal": 1, "scale": "row"}, "each row"),  # scrolled to the full-width head
     "minilm": ("/minilm", {"text": TWELVE, "layer": 2, "head": 9}),
     "masks_lab": ("/masks_lab", {"text": TWELVE + "\nIt was tired.", "mask": "both"}),
     "pipeline": ("/pipeline", {"text": TWELVE, "step": "Attention"}),
@@ -48,16 +50,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
     parser.add_argument("--lang", choices=("en", "zh"), default="en", help="the app's language (default en)")
+    parser.add_argument("--size", choices=("1280x720", "1440x900"), default="1280x720", help="the window (default 1280x720)")
     args = parser.parse_args()
     pages = ZH_PAGES if args.lang == "zh" else PAGES
-    suffix = "_zh" if args.lang == "zh" else ""
+    width, height = map(int, args.size.split("x"))
+    suffix = ("_zh" if args.lang == "zh" else "") + ("" if width == 1280 else f"_{width}")
     if (why := chromium_missing()):
         print(f"cannot take screenshots: {why}", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     with streamlit_server() as url, browser() as chromium:
         for name, (path, query, *scroll) in pages.items():
-            page = chromium.new_page(viewport={"width": 1280, "height": 720})
+            page = chromium.new_page(viewport={"width": width, "height": height})
             page.goto(f"{url}{path}?{urllib.parse.urlencode({**query, 'lang': args.lang})}")
             wait_idle(page)
             if scroll:
