@@ -41,7 +41,7 @@ from .head_view import STAGES
 from .i18n import N_, _
 from .markdown import plain
 from .numbers import number
-from .state import bind_url
+from .state import bind_url, value
 
 PREFIX = "minilm_"
 MINILM_STAGES = STAGES + ("norms",)
@@ -221,7 +221,8 @@ def norms_panel(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: 
             w=number(w[0], ".0%"), name=_(name), verb=verb, m=number(m[0], ".0%")))
     bind_url(f"{key_prefix}q", "q", range(len(tokens)), 0)  # as the explain panel below does
     bind_url(f"{key_prefix}k", "k", range(len(tokens)), 0)
-    q, k = st.session_state[f"{key_prefix}q"], st.session_state[f"{key_prefix}k"]
+    # value(): a moved session's first run may not have these keys yet (ui/state.fallback)
+    q, k = (int(value(f"{key_prefix}{name}") or 0) for name in ("q", "k"))
     projections = output_projections(trace)
     heads = split_output_projection(projections[layer][0], trace.n_heads)
     f = value_norms(trace.stage("v", layer)[batch], heads)[head, k]  # ‖v_k W_O^head‖
