@@ -102,7 +102,7 @@ async def measure(url: str, proc: psutil.Process, repeats: int) -> list[tuple[st
             run = await s.rerun(**kwargs)
             cpu.append(cpu_s(proc) - c0)
             size.append(len(run.payload))
-            if run.exceptions or run.status != "FINISHED_SUCCESSFULLY":
+            if run.exceptions or run.status not in ("FINISHED_SUCCESSFULLY", "FINISHED_FRAGMENT_RUN_SUCCESSFULLY"):
                 print(f"  ! {name}: {run.status} {run.exceptions[:1]}", flush=True)
         rows.append((name, statistics.median(cpu), statistics.median(size)))
         print(f"{name:40s} {1000 * rows[-1][1]:7.0f} ms CPU  {rows[-1][2] / 1e3:8.0f} kB", flush=True)

@@ -63,6 +63,7 @@ class Run:
     payload: bytes          # every ForwardMsg of the run, concatenated (for leak checks)
     exceptions: list[str]   # st.exception / script errors shown to the user
     status: str             # script_finished status name
+    fragment: str = ""      # the fragment that ran alone (ui/fragments.py), "" for a run of the whole page
 
 
 @dataclass
@@ -77,6 +78,7 @@ class StreamlitSession:
     ws: object = None
     query_string: str = ""        # the URL's query string, as the browser would keep it
     states: dict = field(default_factory=dict)     # widget id -> WidgetState the "browser" holds
+    fragments: dict = field(default_factory=dict)  # label -> id of the fragment that drew the widget ("" = none)
 
     async def connect(self, timeout: float = 60, resume: str | None = None) -> None:
         """Open the websocket; ``resume``: ask for an old session id, as the browser does when it
@@ -132,7 +134,12 @@ class StreamlitSession:
             states[label] = self.states[proto.id] = w
         for w in states.values():
             cs.widget_states.widgets.add().CopyFrom(w)
-        self.widgets = {}  # every run sends all of its elements again: keep only the latest run's
+        # like the browser: a change to a widget inside a fragment reruns only that fragment (st.fragment)
+        owners = {self.fragments.get(label, "") for label, _value in widget_states or []}
+        fragment = owners.pop() if len(owners) == 1 and page is None and query_string is None else ""
+        cs.fragment_id = fragment
+        if not fragment:
+            self.widgets = {}  # every run sends all of its elements again: keep only the latest run's
         t0 = time.perf_counter()
         await self.ws.send(back.SerializeToString())
         chunks, exceptions = [], []
@@ -157,10 +164,11 @@ class StreamlitSession:
                 t = el.WhichOneof("type")
                 if t in WIDGETS and getattr(getattr(el, t), "label", None):
                     self.widgets[getattr(el, t).label] = (t, getattr(el, t))
+                    self.fragments[getattr(el, t).label] = msg.delta.fragment_id
                 elif t == "exception":
                     exceptions.append(f"{el.exception.type}: {el.exception.message}")
             elif kind == "script_finished":
                 status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
                 if status == "FINISHED_EARLY_FOR_RERUN":  # st.rerun / switch_page: keep reading
                     continue
-                return Run(time.perf_counter() - t0, b"".join(chunks), exceptions, status)
+                return Run(time.perf_counter() - t0, b"".join(chunks), exceptions, status, fragment)

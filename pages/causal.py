@@ -12,7 +12,7 @@ import streamlit as st
 from transformer_core.figures import stage as figures
 from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
 from transformer_core.figures.overview import overview_figure
-from ui import callbacks, head_view, state, views
+from ui import callbacks, fragments, head_parts, state
 from ui import causal_compute as causal
 from ui import ablation, predictions
 from ui import minilm_moves as moves
@@ -160,17 +160,8 @@ st.caption(_("**Previous-token score**: mean weight on key = query − 1. **Indu
 
 # ------------------------------------------------------------------ one head, every stage
 st.subheader(_("One head, stage by stage"))
-stage, _batch, layer, head, fixed, all_large = head_view.controls(N_HEADS, "causal_", n_layers=N_LAYERS,
-                                                                 stages=head_view.STAGES + ("norms",))
-head_view.show(trace, batch=0, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
-               key_prefix="causal_", title_prefix=_("step {step} · layer {layer} · ").format(step=step, layer=layer),
-               explain=stage != "norms")
-if stage == "norms":
-    moves.norms_panel(trace, batch=0, layer=layer, head=head, key_prefix="causal_")  # factors, then the explain panel
-
-with st.expander(_("Downloads: CSV, JSON, offline HTML"), icon=":material/download:"):
-    views.stage_csv(trace, stage, batch=0, layer=layer, key_prefix="causal_")
-    views.trace_downloads(trace, batch=0, stages=("masked_scores", "weights"), layer=layer, key_prefix="causal_")
+# a stage, layer, head, cell, tile or tab click reruns only the head view (ui/fragments.py)
+fragments.part("causal", head_parts.causal, trace, step, N_LAYERS, N_HEADS)
 
 predictions.section(trace, ids, step, period)
 ablation.causal_section(step)

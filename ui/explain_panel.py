@@ -15,7 +15,7 @@ from transformer_core.analysis.explain import TOLERANCE, explain_cell
 from transformer_core.records.trace import Trace
 
 from .markdown import plain
-from . import tutorial_lines
+from . import fragments, tutorial_lines
 from .i18n import N_, _, tabs as translated_tabs
 from .numbers import number
 from .state import bind_url
@@ -70,6 +70,15 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     key = right.selectbox(_("Key (column)"), range(n), key=k_key, format_func=options.__getitem__)
     note.caption(_("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
                    "this very number."))
+    # its own fragment inside the head view's: a tab click reruns only the steps (ui/fragments.py)
+    fragments.part(f"{key_prefix}explain", _steps, trace, batch=batch, layer=layer, head=head, query=query, key=key,
+                   key_prefix=key_prefix)
+
+
+def _steps(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int, key_prefix: str) -> None:
+    """The four steps of :func:`show`, one tab open at a time."""
+    tokens = trace.tokens[batch]
+    n = len(tokens)
     e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
     qi, kj = plain(f"{query}: {tokens[query]}"), plain(f"{key}: {tokens[key]}")  # user text: never Markdown
     # keyed tabs (lazy; the open one survives a language switch), names translated

@@ -1,0 +1,151 @@
+"""Partial reruns (issue 24, ``ui/fragments.py``), in headless Chromium: a click inside a fragment reruns only it.
+
+What the server sends is read from the websocket (Playwright sees the frames decompressed): a full run sends
+the sidebar again (its "Chart camera button saves" label), a fragment run only the fragment's own
+elements. The rest of the page must stay as it was (its text compared before and after), the fragment must
+show the new view, and a change that concerns the whole page (a new sentence, the MiniLM norms stage that
+the overview draws) must still rerun everything.
+"""
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+
+from browser_utils import browser, chromium_missing, streamlit_server, wait_idle
+
+_missing = chromium_missing()
+if _missing:
+    print(f"SKIPPING fragment browser tests: {_missing}")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+
+TWELVE = "The animal didn't cross the street because it was too tired."
+SIDEBAR = b"Chart camera button saves"  # a sidebar label: sent on every full run, never by a fragment
+FOCUS = """() => { const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .find(d => d.layout && d.layout.meta && d.layout.meta.head !== undefined && d.layout.meta.stage !== 'heads');
+    return d ? [d.layout.meta.stage, d.layout.meta.head, d.layout.meta.layer] : null; }"""
+OUTSIDE = """(sel) => Array.from(document.querySelectorAll(sel)).map(e => e.innerText)"""
+
+
+@pytest.fixture(scope="module")
+def app():
+    with streamlit_server() as url, browser() as chromium:
+        yield url, chromium
+
+
+def open_page(app, path: str, **query):
+    url, chromium = app
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    frames: list[bytes] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda p: frames.append(
+        p if isinstance(p, bytes) else p.encode())))
+    page.goto(f"{url}{path}?{urllib.parse.urlencode(query)}")
+    wait_idle(page)
+    return page, frames
+
+
+def sent_after(page, frames: list, action, until: str) -> bytes:
+    """Everything the server sent for ``action(page)``, once ``until`` (JS) holds and the page is idle again."""
+    frames.clear()
+    action(page)
+    page.wait_for_function(until, timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(500)  # a rerun of the whole page would have started by now
+    wait_idle(page)
+    return b"".join(frames)
+
+
+def focus_is(*expected) -> str:
+    """JS: the focused head's (stage, head[, layer]) is ``expected``."""
+    return f"() => JSON.stringify(({FOCUS})().slice(0, {len(expected)})) === '{json.dumps(list(expected), separators=(',', ':'))}'"
+
+
+def pick(label: str, option: str, root: str = "stMain"):
+    def act(page):
+        box = page.get_by_test_id(root).get_by_test_id("stSelectbox").filter(
+            has=page.get_by_text(label, exact=True)).first.get_by_role("combobox")
+        open_list(page, box, option)
+        page.get_by_role("option", name=option, exact=True).click()
+    return act
+
+
+def open_list(page, box, option: str) -> None:
+    """Open a selectbox's list (a click or a key does not always open it at once)."""
+    for attempt in range(5):
+        (box.click if attempt % 2 else lambda: box.press("ArrowDown"))()
+        try:
+            page.get_by_role("option", name=option, exact=True).wait_for(timeout=2000)
+            return
+        except Exception:
+            page.keyboard.press("Escape")
+    raise AssertionError(f"the list with {option!r} did not open")
+
+
+def type_text(text: str):
+    def act(page):
+        box = page.get_by_role("textbox", name="Sentences (one per line)", exact=True)
+        box.fill(text)
+        box.press("Control+Enter")
+    return act
+
+
+def test_explorer_head_and_tab_rerun_only_their_fragment(app):
+    page, frames = open_page(app, "/", text=TWELVE)
+    outside = "[data-testid='stSidebarUserContent'], h1, [data-testid='stExpander']"
+    before = page.evaluate(OUTSIDE, outside)
+    sent = sent_after(page, frames, pick("Head", "3"), focus_is("weights", 3))  # the fragment drew the new head
+    assert SIDEBAR not in sent and b"Attention Explorer" not in sent  # ... and nothing else was run
+    assert page.evaluate(OUTSIDE, outside) == before
+    # the explain panel's tabs are a fragment inside it: a tab reruns neither the page nor the head view
+    sent = sent_after(page, frames, lambda p: p.get_by_role("tab", name="3 · Softmax", exact=True).click(),
+                      "() => document.body.innerText.includes('Sum of exp =')")
+    assert SIDEBAR not in sent and b"head 3" not in sent and b"exp(score" in sent
+    assert page.get_by_text("Sum of exp =").first.is_visible()  # the softmax step is shown
+    # a stage click: the head view and the stage's CSV download below it (written by the fragment) follow
+    sent = sent_after(page, frames, lambda p: p.get_by_test_id("stElementContainer").filter(
+        has=p.get_by_text("Stage", exact=True)).get_by_role("radio", name="masked", exact=True).click(),
+        focus_is("masked_scores", 3))
+    assert SIDEBAR not in sent
+    page.get_by_test_id("stExpander").filter(has_text="Tokens, downloads").click()
+    assert page.get_by_role("button", name="masked scores as CSV (all heads)").count() == 1
+    # a new sentence changes the whole page: a full run
+    sent = sent_after(page, frames, type_text("Kappa lambda mu nu."),
+                      "() => document.body.innerText.includes('Kappa')")
+    assert SIDEBAR in sent
+    assert page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout.meta && d.layout.meta.head === 3)._fullLayout.xaxis.ticktext.join(' ')""") \
+        == "0: Kappa 1: lambda 2: mu 3: nu 4: ."
+    page.close()
+
+
+def test_minilm_layer_reruns_the_head_view_and_norms_rerun_the_page(app):
+    page, frames = open_page(app, "/minilm", text=TWELVE)
+    overview = """() => JSON.stringify(Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout.meta && d.layout.meta.stage === 'overview').data[0].z)"""
+    tiles_before, stats_before = page.evaluate(overview), page.evaluate(OUTSIDE, "[data-testid='stDataFrame']")
+    sent = sent_after(page, frames, pick("Layer", "3"), focus_is("weights", 0, 3))
+    assert SIDEBAR not in sent and b"Per-head statistics" not in sent
+    assert page.evaluate(overview) == tiles_before
+    assert page.evaluate(OUTSIDE, "[data-testid='stDataFrame']")[:1] == stats_before[:1]  # per-head statistics
+    # the overview draws the norms stage: choosing it inside the fragment reruns the whole page
+    frames.clear()
+    page.get_by_test_id("stElementContainer").filter(has=page.get_by_text("Stage", exact=True)).get_by_role(
+        "radio", name="norms", exact=True).click()
+    page.wait_for_function("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout.meta && d.layout.meta.stage === 'overview').layout.meta.of === 'norms'""", timeout=60_000)
+    wait_idle(page)
+    assert SIDEBAR in b"".join(frames)
+    assert page.evaluate(FOCUS) == ["norms", 0, 3]
+    page.close()
+
+
+def test_causal_head_reruns_only_the_head_view(app):
+    page, frames = open_page(app, "/causal")
+    sent = sent_after(page, frames, pick("Head", "2"), focus_is("weights", 2))
+    assert b"Mask the future" not in sent and SIDEBAR not in sent and b"Head scores" not in sent
+    # the page's own mask toggle changes every figure: a full run
+    sent = sent_after(page, frames, lambda p: p.get_by_test_id("stMain").get_by_text(
+        "Mask the future (as trained)", exact=True).click(), "() => document.body.innerText.includes('Causal mask off')")
+    assert b"Mask the future" in sent
+    page.close()
