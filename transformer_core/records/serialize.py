@@ -105,6 +105,9 @@ def _reader(limits: Limits):
     return parse_int
 
 
+DERIVED_STAGES = (".attention.norms",)  # computed from a model's weights (analysis.value_norms), not captured
+
+
 def trace_from_json(text: str | bytes, *, limits: Limits = Limits(),
                     required: tuple[str, ...] = ("weights",)) -> Trace:
     """Rebuild the :class:`Trace` written by :func:`trace_to_json` (float32 arrays, bit-identical).
@@ -148,6 +151,9 @@ def trace_from_json(text: str | bytes, *, limits: Limits = Limits(),
         raise ValueError(_("not a trace document: expected format {expected}, found {found}").format(
             expected=repr(FORMAT), found=repr(found)))
     stages = check_document(doc, limits, required)
+    # Derived stages are recomputed, never read: value-weighted norms need the model's W_O, which a file
+    # cannot vouch for (its settings may name another model), so a reopened trace shows no norms.
+    stages = {name: array for name, array in stages.items() if not name.endswith(DERIVED_STAGES)}
     mask = None if doc["mask"] is None else np.array(doc["mask"], dtype=bool)
     return Trace(
         tokens=tuple(tuple(normalize_text(t) for t in row) for row in doc["tokens"]),
