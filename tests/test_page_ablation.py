@@ -99,3 +99,12 @@ def test_causal_bad_temperature_falls_back_with_a_note():
     assert at.select_slider(key="causal_temp").value == 1.0 and at.query_params["temp"] == "1"
     fig = _fig(at, "predictions")
     assert fig["layout"]["meta"]["sum"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_causal_bad_ablate_says_which_default_heads_are_ablated():
+    """Found by the attack pass: ?ablate=L9H99 said "no head is ablated" above four ablated default heads."""
+    at = _open("pages/causal.py", ablate="L9H99")
+    notes = " ".join(w.value for w in at.warning)
+    assert "ablate=L9H99 ignored" in notes and "no head is ablated" not in notes
+    assert "L1H0, L1H1, L1H2, L1H3" in notes.replace("\\", "")
+    assert at.query_params["ablate"] == "L1H0,L1H1,L1H2,L1H3"

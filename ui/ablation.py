@@ -44,9 +44,11 @@ def bind_heads(key: str, n_layers: int, n_heads: int, default: tuple[str, ...] =
         if raw is not None:
             try:
                 ss[key] = [f"L{lay}H{h}" for lay, h in parse_heads(raw, n_layers, n_heads)]
-            except ValueError as err:
-                st.warning(_("URL parameter {param} ignored ({why}); no head is ablated.").format(
-                    param=plain("ablate=" + str(raw)[:40]), why=plain(str(err))), icon=":material/warning:")
+            except ValueError as err:  # the note says what is ablated instead: nothing, or the page's default
+                note = (_("URL parameter {param} ignored ({why}); the default heads {heads} are ablated.") if default
+                        else _("URL parameter {param} ignored ({why}); no head is ablated."))
+                st.warning(note.format(param=plain("ablate=" + str(raw)[:40]), why=plain(str(err)),
+                                       heads=plain(", ".join(default))), icon=":material/warning:")
     text = format_heads(parse_heads(",".join(ss[key]), n_layers, n_heads))
     if raw != text:
         st.query_params["ablate"] = text
