@@ -40,7 +40,7 @@ LONG_MINILM = " ".join(f"word{i % 97}" for i in range(126))  # 126 WordPieces + 
 WATCH = r"""
 (() => {
   if (window.__clicks) return;
-  const B = window.__clicks = {t0: null, runStart: -1, lastPaint: -1};
+  const B = window.__clicks = {t0: null, runStart: -1, runEnd: -1, lastPaint: -1};
   const skip = el => !el || el.closest('header, [data-testid="stStatusWidget"], [data-testid="stToolbar"], .hoverlayer, '
                                       + '[data-testid="stTooltipContent"], .react-aria-Popover, [role="listbox"]');
   new MutationObserver(records => {
@@ -48,6 +48,7 @@ WATCH = r"""
     for (const r of records) {
       if (r.attributeName === 'data-test-script-state') {
         if (r.target.getAttribute('data-test-script-state') === 'running') B.runStart = performance.now();
+        else if (r.oldValue === 'running') B.runEnd = performance.now();
         continue;
       }
       const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
@@ -55,14 +56,15 @@ WATCH = r"""
     }
     if (changed) requestAnimationFrame(() => setTimeout(() => { B.lastPaint = performance.now(); }, 0));
   }).observe(document, {subtree: true, childList: true, characterData: true, attributes: true,
-                        attributeFilter: ['data-test-script-state']});
+                        attributeOldValue: true, attributeFilter: ['data-test-script-state']});
 })();
 """
 SETTLED = r"""(quiet) => {
   const B = window.__clicks, app = document.querySelector('[data-testid="stApp"]');
   if (!B || B.t0 === null || !app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-  // a fast run can go running → notRunning in one React commit (no 'running' seen): then a change must do
-  if (B.lastPaint < B.t0 || (B.runStart >= B.t0 && B.lastPaint < B.runStart)) return false;
+  // something changed after the click, and a run seen starting after it has ended (a fast run can go running →
+  // notRunning in one React commit, and a fragment's content can be painted before 'running' shows)
+  if (B.lastPaint < B.t0 || (B.runStart >= B.t0 && B.runEnd < B.runStart)) return false;
   for (const d of document.querySelectorAll('.js-plotly-plot')) {
     if (!d._fullData) return false;
     const heatmaps = d._fullData.filter(t => t.type === 'heatmap' && t.visible === true).length;
@@ -218,7 +220,8 @@ CASES = [  # (name, path, query, interactions)
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", default="", help="only interactions whose 'case: name' contains this text")
+    parser.add_argument("--only", default="", help="only interactions whose 'case: name' contains one of these "
+                                                   "comma-separated texts")
     parser.add_argument("--quick", action="store_true", help="one repeat of two interactions (CI)")
     parser.add_argument("--compare", type=Path, help="another checkout: each case on it too, interleaved")
     args = parser.parse_args()
@@ -226,7 +229,8 @@ def main() -> int:
         print(f"bench_clicks: cannot run: {missing}", file=sys.stderr)
         return 1
     repeats = 1 if args.quick else args.repeats
-    cases = [(c, p, q, [(n, a) for n, a in acts if args.only in f"{c}: {n}"]) for c, p, q, acts in CASES]
+    wanted = args.only.split(",")
+    cases = [(c, p, q, [(n, a) for n, a in acts if any(w in f"{c}: {n}" for w in wanted)]) for c, p, q, acts in CASES]
     if args.quick:
         cases = [(c, p, q, acts[:2]) for c, p, q, acts in cases[:1]]
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")

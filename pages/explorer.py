@@ -5,7 +5,7 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 
 import streamlit as st
 
-from ui import compute, fragments, head_parts, state, views
+from ui import compute, head_view, state, views
 from ui import minilm_moves as moves
 from ui.i18n import _
 
@@ -34,7 +34,18 @@ if trace is None:
     except ValueError as err:
         main.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
         st.stop()
+
+with main:
+    sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]
+    stage, batch, _layer, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences,
+                                                                      stages=head_view.STAGES + moves.norm_stages(trace))
+    if trace.lengths[batch] == 0:
+        st.warning(_("This sentence has no tokens: every position is padding."), icon=":material/warning:")
+    head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
+                   key_prefix="explorer_", explain=stage != "norms")
+    if stage == "norms":
+        moves.norms_panel(trace, batch=batch, layer=0, head=head, key_prefix="explorer_")  # factors, then explain
 with tables:
     views.token_table(trace)
-with main:  # a stage, head, cell, tile or tab click reruns only the head view (ui/fragments.py)
-    fragments.part("explorer", head_parts.explorer, trace, tables, STAGES)
+    views.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")
+    views.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")

@@ -90,31 +90,21 @@ def type_text(text: str):
     return act
 
 
-def test_explorer_head_and_tab_rerun_only_their_fragment(app):
+def test_explorer_explain_tab_reruns_only_the_steps(app):
     page, frames = open_page(app, "/", text=TWELVE)
     outside = "[data-testid='stSidebarUserContent'], h1, [data-testid='stExpander']"
     before = page.evaluate(OUTSIDE, outside)
-    sent = sent_after(page, frames, pick("Head", "3"), focus_is("weights", 3))  # the fragment drew the new head
-    assert SIDEBAR not in sent and b"Attention Explorer" not in sent  # ... and nothing else was run
-    assert page.evaluate(OUTSIDE, outside) == before
-    # the explain panel's tabs are a fragment inside it: a tab reruns neither the page nor the head view
+    # the explain panel's steps are a fragment: a tab reruns neither the page nor the head view
     sent = sent_after(page, frames, lambda p: p.get_by_role("tab", name="3 · Softmax", exact=True).click(),
                       "() => document.body.innerText.includes('Sum of exp =')")
-    assert SIDEBAR not in sent and b"head 3" not in sent and b"exp(score" in sent
-    assert page.get_by_text("Sum of exp =").first.is_visible()  # the softmax step is shown
-    # a stage click: the head view and the stage's CSV download below it (written by the fragment) follow
-    sent = sent_after(page, frames, lambda p: p.get_by_test_id("stElementContainer").filter(
-        has=p.get_by_text("Stage", exact=True)).get_by_role("radio", name="masked", exact=True).click(),
-        focus_is("masked_scores", 3))
-    assert SIDEBAR not in sent
-    page.get_by_test_id("stExpander").filter(has_text="Tokens, downloads").click()
-    assert page.get_by_role("button", name="masked scores as CSV (all heads)").count() == 1
+    assert SIDEBAR not in sent and b"head 0" not in sent and b"exp(score" in sent
+    assert page.evaluate(OUTSIDE, outside) == before
     # a new sentence changes the whole page: a full run
     sent = sent_after(page, frames, type_text("Kappa lambda mu nu."),
                       "() => document.body.innerText.includes('Kappa')")
     assert SIDEBAR in sent
     assert page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-        .find(d => d.layout.meta && d.layout.meta.head === 3)._fullLayout.xaxis.ticktext.join(' ')""") \
+        .find(d => d.layout.meta && d.layout.meta.head === 0)._fullLayout.xaxis.ticktext.join(' ')""") \
         == "0: Kappa 1: lambda 2: mu 3: nu 4: ."
     page.close()
 
@@ -149,3 +139,4 @@ def test_causal_head_reruns_only_the_head_view(app):
         "Mask the future (as trained)", exact=True).click(), "() => document.body.innerText.includes('Causal mask off')")
     assert b"Mask the future" in sent
     page.close()
+

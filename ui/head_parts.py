@@ -1,5 +1,6 @@
-"""Each page's head view as one fragment (:mod:`ui.fragments`): a stage, layer, head, cell, tile or tab click
-reruns only this part of the page.
+"""The head view of the MiniLM and causal pages as one fragment (:mod:`ui.fragments`): a stage, layer, head, cell,
+tile or tab click reruns only this part of the page. (The explorer's head view is nearly its whole page: there a
+fragment saved no server time, measured with benchmarks/rerun_cpu.py, and it has none.)
 
 A fragment keeps its arguments in the session until the page's next full run, as widget callbacks do, so the
 bodies live here and not in the page scripts (a page function would keep the whole run alive: its figures and
@@ -15,22 +16,6 @@ from transformer_core.records.trace import Trace
 from . import fragments, head_view, views
 from . import minilm_moves as moves
 from .i18n import _
-
-
-def explorer(trace: Trace, tables, stages: tuple[str, ...]) -> None:
-    """The explorer's head view; its stage CSV and trace downloads go into ``tables`` (a container further down)."""
-    sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]
-    stage, batch, _layer, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences,
-                                                                      stages=head_view.STAGES + moves.norm_stages(trace))
-    if trace.lengths[batch] == 0:
-        st.warning(_("This sentence has no tokens: every position is padding."), icon=":material/warning:")
-    head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
-                   key_prefix="explorer_", explain=stage != "norms")
-    if stage == "norms":
-        moves.norms_panel(trace, batch=batch, layer=0, head=head, key_prefix="explorer_")  # factors, then explain
-    with tables:  # a container of the page below: this part redraws its own downloads there
-        views.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")
-        views.trace_downloads(trace, batch=batch, stages=stages, key_prefix="explorer_")
 
 
 def minilm(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide_keys: np.ndarray | None,
