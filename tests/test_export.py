@@ -224,7 +224,9 @@ def test_cli_html(tmp_path, capsys):
     text = out.read_text(encoding="utf-8")
     assert_offline_html(text)
     assert text.count("Plotly.newPlot") == 8  # default: every head
-    assert '"width":1280,"height":720' in text.replace(" ", "")  # the camera button saves a slide
+    flat = text.replace(" ", "")
+    assert '"width":null,"height":null,"scale":2' in flat  # the camera saves each slide as drawn, at 2×
+    assert flat.count('"width":1152,"height":648') == 8  # each head one 16:9 slide (figures/slide.py)
 
 
 # ---------------------------------------------------------------- CLI: data formats, names, batch

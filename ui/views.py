@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer_core.figures import stage as figures
+from transformer_core.figures.slide import trace_html
 from transformer_core.records import serialize
 from transformer_core.records.trace import Trace
 from transformer_core.records.schema import Limits
@@ -86,11 +87,8 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
     """Whole-trace JSON (reopens the view) and one offline HTML file of the shown figures."""
     stem = figures.figure_filename("trace", None, layer, trace.tokens[batch])
 
-    def html() -> str:
-        figs = [figures.stage_figure(trace, s, batch=batch, head=h, layer=layer,
-                                     zrange=figures.stage_range(trace, s, batch, layer))
-                for s in stages for h in range(trace.stage(s, layer).shape[1])]
-        return serialize.figures_to_html(figs, "Attention Explorer", description=" ".join(trace.tokens[batch]))
+    def html() -> str:  # one slide per stage and head, each titled with its stage (figures/slide.py)
+        return trace_html(trace, stages, batch=batch, layer=layer)
 
     c1, c2 = st.columns(2)
     c1.download_button("⬇ " + _("Every stage as JSON (tokens, settings, seed, all tensors)"), key=f"{key_prefix}json",

@@ -115,15 +115,12 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
         data: str | bytes = serialize.trace_to_json(trace)
     elif fmt == "csv":
         data = serialize.matrix_to_csv(trace, stage, batch, head, layer)
-    elif fmt == "html":
-        if head is None:
-            figs = head_figures(trace, stage, batch=batch, layer=layer)
-        else:
-            figs = [build_figure(trace, stage, batch=batch, layer=layer, head=head)]
+    elif fmt == "html":  # one slide per head, each titled with its stage, layer and head above its figure
+        figs = head_figures(trace, stage, batch=batch, layer=layer, heads=None if head is None else [head])
         data = serialize.figures_to_html(figs, stage_title(stage, layer, head), description=describe(trace, batch),
                                          config=figures.chart_config(path.stem))
     else:
-        fig = build_figure(trace, stage, batch=batch, layer=layer, head=head)
+        fig = build_figure(trace, stage, batch=batch, layer=layer, head=head, width=width, height=height)
         if missing := missing_characters(figure_texts(fig)):  # once per image, before Chromium draws boxes
             print(f"export: warning: {missing_font_message(missing, fmt)}", file=sys.stderr)
         data = render_image(fig, fmt, width=width, height=height, scale=scale)

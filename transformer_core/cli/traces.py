@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+from ..figures.slide import describe  # noqa: F401 (the slide's sentence-and-settings line; export, moves)
 from ..models.toy import run_toy
 from ..nn.config import EncoderConfig
 from ..records.trace import Trace
-from ..text.i18n import _
 from .args import MAX_JSON_NUMBERS, MAX_NUMBERS, MAX_SENTENCES, MINILM_MAX_TOKENS, TOY_DEFAULTS, ExportError, UsageError, split_text
 
 
@@ -206,27 +206,3 @@ def check_selection(trace: Trace, stage: str, batch: int, layer: int, head: int 
     n_heads = trace.stage(stage, layer).shape[1]
     if head is not None and not 0 <= head < n_heads:
         raise UsageError(f"--head {head} out of range: the model has heads 0..{n_heads - 1}")
-
-
-def describe(trace: Trace, batch: int) -> str:
-    """Plain-text one-liner of what produced the figure: model, mask, sentence."""
-    s = trace.settings
-    if s.get("model") == "toy":
-        model = _("toy encoder (random weights, seed {seed}), d_model={d_model}, {heads} heads").format(
-            seed=s.get("seed"), d_model=s.get("d_model"), heads=s.get("n_heads"))
-    else:
-        model = str(s.get("name") or s.get("model") or "model")
-        if model == "minilm":
-            model = "MiniLM-L6 (all-MiniLM-L6-v2)"
-        elif model == "causal":
-            model = _("trained causal model (step {step})").format(
-                step=s.get("step") if s.get("step") is not None else _("final"))
-    if s.get("ablate"):
-        model += _(", {heads} ablated ({mode})").format(heads=s["ablate"], mode=s.get("ablate_mode", "zero"))
-    names = {"causal": _("causal"), "padding": _("padding")}
-    masks = [names[m] for m in names if s.get(m)]
-    mask = _("{names} mask").format(names=" + ".join(masks)) if masks else _("no mask")
-    words = " ".join(trace.tokens[batch][: trace.lengths[batch]])
-    if len(words) > 90:
-        words = words[:89] + "…"
-    return _("{model} · {mask} · sentence {b}: “{words}”").format(model=model, mask=mask, b=batch, words=words)

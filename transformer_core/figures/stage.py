@@ -43,6 +43,9 @@ CELL_MARKERS_MAX = 32  # tokens up to which the focused heatmap carries a click 
 FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
 WIDE_TOKENS = 24  # above this, the app draws the focused heatmap across the whole column (wide_height)
 CELL_OUTLINE = "#ff2b2b"  # the chosen cell's frame (red: seen on Viridis and on RdBu)
+# A system font, not the page's web font: the camera draws its PNG from an SVG image, which cannot use the page's
+# fonts, so with Streamlit's "Source Sans" the saved labels came out wider than laid out and ran into each other.
+FONT = "Arial, 'Liberation Sans', Helvetica, sans-serif"
 
 
 def label(token: str, pos: int) -> str:
@@ -131,6 +134,30 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def text_px(text: str, size: float, em: float = 0.62) -> float:
+    """About how wide ``text`` (HTML-escaped or not) is drawn at ``size`` px: ``em`` a column, 0.62 generously
+    for :data:`FONT` (a CJK character counts two columns, :func:`display_width`)."""
+    return display_width(html.unescape(text)) * em * size
+
+
+def wrap(text: str, size: float, max_px: float, em: float = 0.62) -> list[str]:
+    """Plain ``text`` cut at spaces into lines of at most ``max_px`` at ``size`` px (:func:`text_px`); a word
+    longer than a line is cut."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        pieces = []
+        while len(word) > 1 and text_px(word, size, em) > max_px:  # a long word (or a Chinese sentence): cut it
+            cut = max([i for i in range(1, len(word)) if text_px(word[:i], size, em) <= max_px] or [1])
+            pieces.append(word[:cut])
+            word = word[cut:]
+        for piece in pieces + [word]:
+            if lines and text_px(f"{lines[-1]} {piece}", size, em) <= max_px:
+                lines[-1] = f"{lines[-1]} {piece}"
+            else:
+                lines.append(piece)
+    return [line for line in lines if line.strip()]
+
+
 def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
     """Positions to label on an axis of ``n``: all of them up to ``max_ticks``, else every k-th."""
     step = -(-n // max_ticks)  # ceil
@@ -214,7 +241,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
                    automargin=True, pad=dict(t=6)),
         # t: room for the key labels (vertical: ~7 px a character) and the axis title; the modebar (the camera
         # alone, chart_config) sits in the top-right corner above the colour bar, where it covers no label
-        meta=meta or {}, height=size, plot_bgcolor="#ffffff",
+        meta=meta or {}, height=size, plot_bgcolor="#ffffff", font=dict(family=FONT),
         margin=dict(l=10, r=10, t=(longest * 7 + 8 if angle else 18) + 24, b=10),
         xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
                    ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=4),
@@ -229,6 +256,29 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
         layout["xaxis"].update(constrain="domain")
     return go.Figure(data=traces, layout=layout)
+
+
+def title_and_caption(fig: go.Figure, caption: str, lines: list[str], width_px: int = FOCUS_WIDTH_PX) -> go.Figure:
+    """The slide layout on screen: ``caption`` (plain text) as the figure's title above its key labels (14 px), and
+    ``lines`` (plain text: the colour range, the sentence and settings; 11 px) under the plot, wrapped to the figure.
+    The title costs the plot one line of height above the fold at 1280×720; the figure grows by what is added, so the
+    plot keeps its size. The chart camera saves it as drawn (:func:`chart_config`)."""
+    width = min(width_px, 476)  # the focused column at 1280 px
+    top = [html.escape(p) for p in wrap(html.unescape(caption), 14, width - 110, em=0.56)]
+    below = [html.escape(p) for line in lines if line for p in wrap(line, 11, width - 20, em=0.52)]
+    top_px = int(14 * 1.3 * len(top) + 6)
+    fig.add_annotation(text="<br>".join(top), xref="paper", yref="paper", x=0.5, y=1, xanchor="center",
+                       yanchor="bottom", yshift=(fig.layout.margin.t or 0) - 2, showarrow=False, font=dict(size=14),
+                       name="title")
+    below_px = int(11 * 1.3 * len(below) + 24)
+    fig.update_layout(  # as heatmap()'s caption, under the plot, in a bottom margin made for it
+        title=dict(text="<br>".join(f"<span style='font-weight:normal'>{p}</span>" for p in below),
+                   font=dict(size=11, color="#444"), x=0, xanchor="left", yref="paper", y=0, yanchor="top",
+                   automargin=False, pad=dict(t=16)),  # its box reaches ~10 px above its pad: clear of the last row
+        margin=dict(t=(fig.layout.margin.t or 0) + top_px, b=below_px),
+        # 50: the bottom margin the old caption took; 8 px less plot keeps the default text's cells above the fold
+        height=(fig.layout.height or 430) + top_px + below_px - 58)
+    return fig
 
 
 def outline_cell(fig: go.Figure, query: int, key: int) -> go.Figure:
@@ -259,7 +309,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                  zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
                  show_scale: bool = True, fixed: bool = False, title: str | None = None,
                  height: int | None = None, row_scale: bool = False, cell: tuple[int, int] | None = None,
-                 width_px: int = FOCUS_WIDTH_PX, square: bool = False) -> go.Figure:
+                 width_px: int = FOCUS_WIDTH_PX, square: bool = False, source: list[str] | None = None) -> go.Figure:
     """The heatmap of one stage, one head, one sentence.
 
     ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
@@ -267,7 +317,9 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     ``zrange`` defaults to :func:`stage_range` over every head (``fixed`` as there); the colour
     bar's title says what the range is. ``row_scale`` (weights only): each query row coloured from 0 to
     its own largest weight (:func:`row_scaled`; the hover keeps the weight). ``cell = (query, key)``:
-    that cell is framed (:func:`outline_cell`). ``width_px`` and ``square``: as :func:`heatmap`.
+    that cell is framed (:func:`outline_cell`). ``width_px`` and ``square``: as :func:`heatmap`. ``source``
+    (plain lines: the sentence and settings): the caption becomes a title above the plot, and the colour range
+    and these lines go under it (:func:`title_and_caption`, the slide layout on screen).
 
     Raises:
         KeyError: unknown stage.
@@ -283,8 +335,9 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     caption = _("head {head}").format(head=head) if title is None else title
     row_scale = row_scale and stage in ("weights", "dropped_weights")
     note = _("each query row coloured from 0 to its own largest weight") if row_scale else range_note(stage, zrange, fixed)
+    below = f"{caption}<br><span style='font-size:11px'>{note}</span>"  # a caption under the plot, or a header
     common = dict(zrange=(0.0, 1.0) if row_scale else zrange, colorscale=colorscale, meta=meta, show_scale=show_scale,
-                  height=height, title=f"{caption}<br><span style='font-size:11px'>{note}</span>",
+                  height=height, title="" if source is not None else below,
                   scale_title=_("÷ row max") if row_scale else _(STAGE_SHORT.get(stage, stage)), row_ticks=ticks,
                   width_px=width_px, square=square)
     if stage in PATTERN_STAGES:
@@ -302,9 +355,12 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
             add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
         if cell is not None and max(cell) < len(tokens):
             outline_cell(fig, *cell)
-        return fig
-    cols = [f"d{j}" for j in range(data.shape[-1])]
-    return heatmap(data, rows, cols, row_title=_("position"), col_title=_("dimension"), **common)
+    else:
+        cols = [f"d{j}" for j in range(data.shape[-1])]
+        fig = heatmap(data, rows, cols, row_title=_("position"), col_title=_("dimension"), **common)
+    if source is not None:
+        title_and_caption(fig, caption, [note] + list(source), width_px)
+    return fig
 
 
 def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> None:
@@ -340,6 +396,11 @@ def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tup
 
 
 def chart_config(filename: str, fmt: str = "png") -> dict:
-    """``st.plotly_chart``/``fig.show`` config: the modebar camera saves a slide-sized image."""
+    """``st.plotly_chart``/``fig.show`` config: the modebar camera saves the figure as drawn, at twice its pixels.
+
+    ``width``/``height`` ``None`` (null): plotly.js keeps the graph's current size, so square cells stay square
+    and nothing is re-laid out (a fixed 1280×720 stretched the cells to 16:9); the focused head carries its
+    title, sentence and settings on screen (:func:`title_and_caption`), so its image does too.
+    """
     return {"displaylogo": False, "modeBarButtons": [["toImage"]],  # the camera only: a full toolbar covered titles
-            "toImageButtonOptions": {"format": fmt, "filename": filename, "width": 1280, "height": 720, "scale": 2}}
+            "toImageButtonOptions": {"format": fmt, "filename": filename, "width": None, "height": None, "scale": 2}}

@@ -241,7 +241,7 @@ def figures_to_html(figs: list, title: str, *, description: str = "", config: di
         f"<title>{html.escape(title)}</title>\n"
         "<style>body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222;}"
         " h1{font-size:1.3rem;font-weight:600;margin:0 0 .3rem;} p.description{color:#555;margin:0 0 1rem;}"
-        " section.figure{margin-bottom:1.5rem;max-width:1100px;}</style>\n"
+        " section.figure{margin-bottom:1.5rem;}</style>\n"  # slides keep their own size (figures/slide.py)
         f"</head>\n<body>\n<h1>{html.escape(title)}</h1>\n"
         + (f'<p class="description">{html.escape(description)}</p>\n' if description else "")
         + f"{body}\n</body>\n</html>\n"
