@@ -14,7 +14,6 @@ panel's caption sits above its own panel (and below the panel before it), and ea
 """
 from __future__ import annotations
 
-import html
 import struct
 import urllib.parse
 from pathlib import Path

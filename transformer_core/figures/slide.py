@@ -26,8 +26,8 @@ import plotly.graph_objects as go
 from ..records.serialize import figures_to_html
 from ..records.trace import Trace
 from ..text.i18n import _
-from .stage import (FONT, STAGE_TITLES, chart_config, figure_filename, range_note, stage_figure, stage_range, text_px,
-                    wrap)
+from .stage import FONT, STAGE_TITLES, chart_config, figure_filename, range_note, stage_figure, stage_range
+from .text_size import text_px, wrap
 
 SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
 HTML_WIDTH, HTML_HEIGHT = 1152, 648  # the offline HTML pages: a 16:9 slide that fits a 1280-px window
