@@ -23,5 +23,5 @@ from ui import state  # noqa: E402  (after the navigation on purpose: this impor
 
 i18n.setup_package()  # figures and texts built in transformer_core speak the session's language too
 
-st.session_state["_settings"] = state.sidebar()
+st.session_state["_settings"] = state.sidebar(page.url_path)  # controls that do nothing on the page: disabled
 page.run()

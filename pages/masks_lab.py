@@ -204,7 +204,7 @@ with tabs[4]:
         dseed = c3.number_input(_("Dropout draw (seed)"), 0, 10_000, key="masks_dropout_seed")
         drop = L.dropout_lab(settings, batch, head, training, float(p), int(dseed))
         top = float(max(drop["before"][drop["visible"]].max(initial=0), drop["after"][drop["visible"]].max(initial=0))) or 1.0
-        cols = st.columns([2, 2, 1])
+        cols = st.columns([2, 2, 1.4])  # the row-sum table's two columns fit beside the figures at 1280×720
         L.chart(L.pattern_figure(drop["before"], rows, rows, _("weights (before dropout)"), visible=drop["visible"],
                                  zrange=(0.0, top), section="dropout", which="before"), "masks_drop_before", cols[0], "weights")
         after_title = (_("after dropout (p = {p}, train mode)").format(p=number(p, ".2f")) if training and p > 0
@@ -214,7 +214,8 @@ with tabs[4]:
                                  section="dropout", which="after", training=training), "masks_drop_after", cols[1], "dropped")
         cols[2].dataframe(pd.DataFrame({_("before"): [L.fmt(s) for s in drop["sum_before"]],
                                         _("after"): [L.fmt(s) for s in drop["sum_after"]]}, index=L.plain_labels(tokens)),
-                          key="masks_drop_sums")
+                          key="masks_drop_sums", column_config={_("before"): st.column_config.TextColumn(width=62),
+                                                                _("after"): st.column_config.TextColumn(width=62)})
         cols[2].caption(_("Row sums. Cells zeroed by dropout: {zeroed} of {kept} non-zero weights.").format(
             zeroed=drop["zeroed"], kept=drop["kept"]))
         L.prose(PAGE, "dropout-after")

@@ -36,6 +36,15 @@ DEFAULTS = {
     "seed": 0,
 }
 URL_KEYS = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
+# Pages on which some sidebar controls do nothing (url_path → the controls that apply, and why the others do not):
+# those are drawn disabled, with the reason, so they cannot rerun the page (their values stay for the other pages).
+APPLIES = {
+    "minilm": ({"text", "padding"}, N_("Greyed out here: MiniLM has its own WordPiece tokenizer, sizes (d_model = 384, "
+                                       "12 heads) and trained weights, and attends in both directions. The sentences "
+                                       "and the padding mask apply.")),
+    "causal": (set(), N_("Greyed out here: this page runs its own token sequence on the trained causal model; the "
+                         "sidebar's settings apply on the other pages.")),
+}
 _TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
 
 
@@ -180,36 +189,47 @@ def _fix_heads() -> None:
             n=current, d=st.session_state["shared_d_model"], new=st.session_state["shared_n_heads"])
 
 
-def sidebar() -> Settings:
-    """Draw the shared controls in the sidebar and keep the URL in step with them."""
+def sidebar(page: str = "") -> Settings:
+    """Draw the shared controls in the sidebar and keep the URL in step with them.
+
+    ``page``: the page's url_path; controls that do nothing there (:data:`APPLIES`) are drawn disabled with
+    the reason (a disabled widget cannot rerun the page, and keeps its value for the other pages)."""
     _init_from_url()
     ss = st.session_state
+    applies, why = APPLIES.get(page, (set(URL_KEYS), ""))
+    off = {key: key not in applies for key in URL_KEYS}
     with st.sidebar:
         from .i18n import switch
 
         switch()  # English / 中文, first: the learner may not read the other labels yet
+        if why:
+            st.caption(_(why))
         # no max_chars: the browser would silently refuse a longer paste; we cut it with a note instead
-        st.text_area(_("Sentences (one per line)"), key="shared_text", height=110,
+        st.text_area(_("Sentences (one per line)"), key="shared_text", height=110, disabled=off["text"],
                      help=_("Each line is one sentence of the batch (up to {n}, {chars} characters in all); shorter "
                             "sentences are padded with [PAD].").format(n=MAX_SENTENCES, chars=MAX_CHARS))
         resend_label("shared_tokenizer")
         names = {t: _(label) for t, label in TOKENIZERS.items()}  # now: a format_func may run outside this run
-        st.selectbox(_("Tokenizer"), list(TOKENIZERS), format_func=names.get, key="shared_tokenizer")
-        st.toggle(_("Causal mask"), key="shared_causal", help=_("Each query sees only itself and earlier keys."))
-        st.toggle(_("Padding mask"), key="shared_padding", help=_("Hide the [PAD] key columns."))
-        st.selectbox("d_model", D_MODEL_CHOICES, key="shared_d_model", on_change=_fix_heads,
+        st.selectbox(_("Tokenizer"), list(TOKENIZERS), format_func=names.get, key="shared_tokenizer",
+                     disabled=off["tokenizer"])
+        st.toggle(_("Causal mask"), key="shared_causal", help=_("Each query sees only itself and earlier keys."),
+                  disabled=off["causal"])
+        st.toggle(_("Padding mask"), key="shared_padding", help=_("Hide the [PAD] key columns."),
+                  disabled=off["padding"])
+        st.selectbox("d_model", D_MODEL_CHOICES, key="shared_d_model", on_change=_fix_heads, disabled=off["d_model"],
                      help=_("Width of every token vector in the toy model."))
         _fix_heads()
         choices = head_choices(ss["shared_d_model"])
-        st.selectbox("n_heads", choices, key="shared_n_heads",
+        st.selectbox("n_heads", choices, key="shared_n_heads", disabled=off["n_heads"],
                      help=_("Only divisors of d_model are offered: each head gets d_k = d_model / n_heads "
                             "dimensions, and the heads must split d_model exactly."))
         st.caption(_("d_k = {d} / {h} = {d_k} per head").format(
             d=ss["shared_d_model"], h=ss["shared_n_heads"], d_k=ss["shared_d_model"] // ss["shared_n_heads"]))
         st.number_input(_("Random seed"), min_value=0, max_value=2**31 - 1, step=1, key="shared_seed",
+                        disabled=off["seed"],
                         help=_("Seeds the toy model's weights and token embeddings."))
         st.radio(_("Chart camera button saves"), ["png", "svg"], key="shared_image_format", horizontal=True,
-                 help=_("The camera icon above each chart saves a 1280×720 slide-sized image in this format."))
+                 help=_("The camera icon above each chart saves it as drawn, at twice its size, in this format."))
         st.caption(_("Mask convention: **True = may attend** (as `torch.nn.functional."
                      "scaled_dot_product_attention`). Blocked scores become −∞."))
     for note in ss.pop("_url_notes", []) + ([ss.pop("_heads_note")] if "_heads_note" in ss else []):
