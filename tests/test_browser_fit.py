@@ -39,13 +39,18 @@ def disabled(page) -> dict[str, bool]:
 
 
 def grid_fit(page, header: str) -> dict:
-    """Widths of the data grid whose header row holds ``header``: its visible width and its content's."""
-    return page.evaluate("""(header) => {
+    """Widths of the data grid whose header row holds ``header``: its visible width and its content's.
+
+    The grid's accessible table holds only the columns drawn, so a column cut off finds no grid at all."""
+    found = page.evaluate("""(header) => {
         const el = Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
             .find(e => e.querySelector('table') && e.querySelector('table').innerText.includes(header));
+        if (!el) return null;
         const sc = el.querySelector('.dvn-scroller'), r = el.getBoundingClientRect();
         return {scroll: sc.scrollWidth, client: sc.clientWidth, right: r.right, width: window.innerWidth};
     }""", header)
+    assert found is not None, f"no table shows a column {header!r} (cut off?)"
+    return found
 
 
 @pytest.mark.parametrize("path, live", [
