@@ -13,12 +13,13 @@ import streamlit as st
 
 from transformer_core.figures import stage as figures
 from transformer_core.figures.heads import heads_figure, picked_head
+from transformer_core.figures.slide import describe
 from transformer_core.records.trace import PATTERN_STAGES, Trace
 
 from . import cache, explain_panel
 from .i18n import N_, _
 from .labels import sentence_label
-from .state import bind_url, fallback
+from .state import bind_url, fallback, value
 from .views import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
@@ -79,13 +80,14 @@ def _explainable(trace: Trace, layer: int) -> bool:
                for name in ("q", "k", "v", "scores", "weights", "context"))
 
 
-def _chosen_cell(trace: Trace, batch: int, key_prefix: str) -> tuple[int, int]:
+def chosen_cell(trace: Trace, batch: int, key_prefix: str) -> tuple[int, int]:
     """``(query, key)`` of the explained cell (``?q=&k=``, a click or the pickers), bound before the figure is drawn."""
     tokens = trace.tokens[batch]
     options = [f"{i}: {t}" for i, t in enumerate(tokens)]
     for name in ("q", "k"):
         bind_url(f"{key_prefix}{name}", name, range(len(tokens)), 0, labels=options)
-    return int(st.session_state[f"{key_prefix}q"]), int(st.session_state[f"{key_prefix}k"])
+    # value(): a moved session's first run may not have these keys yet (ui/state.fallback)
+    return int(value(f"{key_prefix}q") or 0), int(value(f"{key_prefix}k") or 0)
 
 
 def _layout(wide: bool) -> dict:
@@ -133,7 +135,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     fmt = st.session_state.get("shared_image_format", "png")
     n = len(trace.tokens[batch])
     wide = n > figures.WIDE_TOKENS and stage in PATTERN_STAGES  # long sentences: the focused head fills the column
-    cell = _chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
+    cell = chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
     where = _layout(wide)
     with where["options"]:
         _view_options(key_prefix, wide)
@@ -165,7 +167,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                               lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,
                                                            zrange=zrange, hide_keys=hide_keys, fixed=fixed,
                                                            title=title, row_scale=scale == "row", cell=cell,
-                                                           square=square, **size))
+                                                           square=square, source=[describe(trace, batch, 48)], **size))
         focus_key = f"{key_prefix}focus"
         st.plotly_chart(fig, key=focus_key, selection_mode="points",
                         on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
