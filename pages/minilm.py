@@ -13,11 +13,12 @@ from transformer_core.figures import stage as figures
 from transformer_core.figures.overview import overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
 from ui import callbacks, head_view, state, views
+from ui.numbers import number
 from ui import minilm_compute as minilm
 from ui import ablation
 from ui import minilm_moves as moves
 from ui.i18n import _, ngettext
-from ui.labels import and_list, plural, sentence_label
+from ui.labels import and_list, sentence_label
 from ui import wordpiece_note
 
 N_LAYERS, N_HEADS = 6, 12
@@ -94,11 +95,12 @@ if n_pad and settings.padding:
                         "see what happens without it.", n_pad).format(b=batch, n=n_pad))
 elif n_pad:
     top = stats.loc[stats["pad_share"].idxmax()]
-    st.warning(f"Sentence {batch} ends with {plural(n_pad, '[PAD] token')}. **Padding mask off**: MiniLM attends to "
-               f"them as if they were words. Real tokens give [PAD] {stats['pad_share'].mean():.1%} of their attention on "
-               f"average over all 72 heads, up to {top['pad_share']:.1%} in layer {int(top['layer'])}, head "
-               f"{int(top['head'])} (column “to [PAD]” below), so this sentence's outputs depend on the padding.",
-               icon=":material/warning:")
+    st.warning(_("Sentence {b} ends with {pads}. **Padding mask off**: MiniLM attends to them as if they were words. "
+                 "Real tokens give [PAD] {mean} of their attention on average over all 72 heads, up to {top} in layer "
+                 "{layer}, head {head} (column “to [PAD]” below), so this sentence's outputs depend on the padding.")
+               .format(b=batch, pads=ngettext("{n} [PAD] token", "{n} [PAD] tokens", n_pad).format(n=n_pad),
+                       mean=number(stats["pad_share"].mean(), ".1%"), top=number(top["pad_share"], ".1%"),
+                       layer=int(top["layer"]), head=int(top["head"])), icon=":material/warning:")
 elif padded:
     one = len(padded) == 1
     st.caption((_("Sentence {b} is the longest and has no [PAD]; sentence {others} is padded — pick it to see what the "
@@ -116,31 +118,35 @@ head_view.show(layer_trace, batch=batch, layer=layer, stage=stage, head=head, fi
 if stage == "norms":
     moves.norms_panel(layer_trace, batch=batch, layer=layer, head=head)  # the two factors, then the explain panel
 
-st.subheader("Per-head statistics")
-st.caption(f"Sentence {batch}, averaged over its {n_real} real query rows. Click a column header to sort; "
-           f"select a row to open that head. Entropy runs from 0 (all weight on one key) to ln {n_tokens} = "
-           f"{math.log(n_tokens):.2f} (spread evenly over every key).")
-share = "Share of each query's attention that goes to {} keys (mean over real queries)."
+st.subheader(_("Per-head statistics"))
+st.caption(_("Sentence {b}, averaged over its {n} real query rows. Click a column header to sort; select a row to open "
+             "that head. Entropy runs from 0 (all weight on one key) to ln {tokens} = {max} (spread evenly over every "
+             "key).").format(b=batch, n=n_real, tokens=n_tokens, max=number(math.log(n_tokens), ".2f")))
+share = _("Share of each query's attention that goes to {} keys (mean over real queries).")
 shown = stats.copy()
 shown[["cls_share", "sep_share", "pad_share"]] *= 100  # percentages, one format for every cell
 percent = dict(format="%.1f%%", min_value=0.0, max_value=100.0)
 st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "minilm_stats", **open_head),
              selection_mode="single-row", hide_index=True, height=320, column_config={
-                 "layer": st.column_config.NumberColumn(_("layer"), width="small"),
-                 "head": st.column_config.NumberColumn(_("head"), width="small"),
+                 # widths in px: all eight columns fit the 820-px column of a 1280×720 projector ("to [PAD]" was cut)
+                 "layer": st.column_config.NumberColumn(_("layer"), width=52),
+                 "head": st.column_config.NumberColumn(_("head"), width=52),
                  "entropy": st.column_config.NumberColumn(
-                     _("entropy (nats)"), format="%.2f",
+                     _("entropy (nats)"), format="%.2f", width=104,
                      help=_("−Σ w ln w of each query's weights: low = focused head, high = diffuse head.")),
                  "mean_distance": st.column_config.NumberColumn(
-                     _("mean distance"), format="%.2f",
+                     _("mean distance"), format="%.2f", width=104,
                      help=_("Σ_j w_ij |i − j|: how many positions away a query looks, on average.")),
                  "max_weight": st.column_config.ProgressColumn(
-                     _("max weight"), format="%.2f", min_value=0.0, max_value=1.0,
+                     _("max weight"), format="%.2f", min_value=0.0, max_value=1.0, width=112,
                      help=_("The largest weight any real query gives any key.")),
-                 "cls_share": st.column_config.ProgressColumn(_("to [CLS]"), help=share.format("[CLS]"), **percent),
-                 "sep_share": st.column_config.ProgressColumn(_("to [SEP]"), help=share.format("[SEP]"), **percent),
+                 "cls_share": st.column_config.ProgressColumn(_("to [CLS]"), help=share.format("[CLS]"), width=108,
+                                                              **percent),
+                 "sep_share": st.column_config.ProgressColumn(_("to [SEP]"), help=share.format("[SEP]"), width=108,
+                                                              **percent),
                  "pad_share": st.column_config.ProgressColumn(
-                     _("to [PAD]"), help=share.format("[PAD]") + _(" 0 while the padding mask is on."), **percent),
+                     _("to [PAD]"), help=share.format("[PAD]") + _(" 0 while the padding mask is on."), width=108,
+                     **percent),
              })
 
 moves.sections(trace, sentences, settings.padding, batch, color)  # ?view=rollout|flow, ?pair=i,j, head types
