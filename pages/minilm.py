@@ -12,7 +12,7 @@ import streamlit as st
 from transformer_core.figures import stage as figures
 from transformer_core.figures.overview import overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
-from ui import callbacks, head_view, state, views
+from ui import callbacks, fragments, head_parts, state, views
 from ui.numbers import number
 from ui import minilm_compute as minilm
 from ui import ablation
@@ -110,13 +110,8 @@ elif padded:
 if hide_keys is not None:
     st.caption(_("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                  "the missing part went to [CLS], [SEP] and [PAD]."))
-stage, _batch, layer, head, fixed, all_large = head_view.controls(N_HEADS, "minilm_", n_layers=N_LAYERS,
-                                                            stages=moves.MINILM_STAGES)
-layer_trace = moves.layer_trace(sentences, settings.padding, layer, stage)  # with ‖α·f(x)‖ when stage=norms
-head_view.show(layer_trace, batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
-               key_prefix="minilm_", hide_keys=hide_keys, title_prefix=_("layer {layer} · ").format(layer=layer), explain=stage != "norms")
-if stage == "norms":
-    moves.norms_panel(layer_trace, batch=batch, layer=layer, head=head)  # the two factors, then the explain panel
+# a stage, layer, head, cell, tile or tab click reruns only the head view (ui/fragments.py)
+fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, batch, hide_keys, N_LAYERS, N_HEADS)
 
 st.subheader(_("Per-head statistics"))
 st.caption(_("Sentence {b}, averaged over its {n} real query rows. Click a column header to sort; select a row to open "
