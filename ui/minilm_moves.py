@@ -41,7 +41,8 @@ from .head_view import STAGES
 from .i18n import N_, _
 from .markdown import plain
 from .numbers import number
-from .state import bind_url, value
+from .head_view import chosen_cell
+from .state import bind_url
 
 PREFIX = "minilm_"
 MINILM_STAGES = STAGES + ("norms",)
@@ -219,10 +220,7 @@ def norms_panel(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: 
                       "say where a head *looks*; value-weighted norms say what it *carries*: a key whose vector f(x) = "
                       "v·W_O is short moves little however much weight it gets (Kobayashi et al. 2020).").format(
             w=number(w[0], ".0%"), name=_(name), verb=verb, m=number(m[0], ".0%")))
-    bind_url(f"{key_prefix}q", "q", range(len(tokens)), 0)  # as the explain panel below does
-    bind_url(f"{key_prefix}k", "k", range(len(tokens)), 0)
-    # value(): a moved session's first run may not have these keys yet (ui/state.fallback)
-    q, k = (int(value(f"{key_prefix}{name}") or 0) for name in ("q", "k"))
+    q, k = chosen_cell(trace, batch, key_prefix)  # the explain panel's own cell (URL, click or pickers)
     projections = output_projections(trace)
     heads = split_output_projection(projections[layer][0], trace.n_heads)
     f = value_norms(trace.stage("v", layer)[batch], heads)[head, k]  # ‖v_k W_O^head‖
