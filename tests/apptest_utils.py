@@ -83,3 +83,21 @@ def tiles(at: AppTest, of: str | None = None) -> tuple[dict, np.ndarray]:
     out = [z[r * (m_r + g_r):r * (m_r + g_r) + m_r, c * (m_c + g_c):c * (m_c + g_c) + m_c]
            for r, c in (divmod(h, cols) for h in range(meta["n_heads"]))]
     return fig, np.stack(out)
+
+
+def without_seed_quotes(text: str) -> str:
+    """``text`` without the tutorials' lines that the pages quote verbatim (``ui/tutorial_lines``).
+
+    Seed 000's masking line is ``float('-inf')`` and its comment says the blocked positions become
+    ``-inf (负无穷)``: a quotation of the source, not a number the page computed, so a check for nan/inf
+    statistics leaves it out (as it leaves out what the user typed). Anything else stays checked.
+    """
+    from transformer_core.analysis.tutorial_lines import LINES
+    from transformer_core.text.i18n import _
+    from ui.markdown import plain
+
+    for lines in LINES.values():
+        for line in lines:
+            for quote in (line.code, _(line.comment, "en"), _(line.comment, "zh")):
+                text = text.replace(quote, "").replace(plain(quote), "")
+    return text

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from apptest_utils import new_app
+from apptest_utils import new_app, without_seed_quotes
 
 from transformer_core.models.causal import parse_tokens
 from ui.numbers import finite_table, number
@@ -29,7 +29,7 @@ def visible_text(at) -> str:
         numeric = frame.select_dtypes("number")
         assert not np.isinf(numeric.to_numpy(dtype=float)).any(), frame  # NaN is sent as an empty cell
         parts += [str(v) for v in frame.select_dtypes(exclude="number").to_numpy().ravel()]
-    return "\n".join(parts)
+    return without_seed_quotes("\n".join(parts))
 
 
 def causal(**query):
