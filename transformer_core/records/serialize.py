@@ -99,8 +99,8 @@ def _reader(limits: Limits):
     def parse_int(text: str) -> int:
         digits = len(text.lstrip("-"))
         if digits > limits.digits:  # before int(): Python itself refuses more than 4,300 digits
-            raise _HugeNumber(f"it holds a whole number of {digits:,} digits; a trace's numbers have at most "
-                              f"{limits.digits}")
+            raise _HugeNumber(_("it holds a whole number of {n} digits; a trace's numbers have at most {limit}").format(
+                n=f"{digits:,}", limit=limits.digits))
         return int(text)
     return parse_int
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..text.i18n import _
+
 MAX_MAGNITUDE = 1e15  # (1e15)² × 8192 dimensions ≈ 8e33 < float32's 3.4e38
 ROW_SUM_TOLERANCE = 1e-3  # float32 softmax over 512 keys is off by ~1e-5 at most
 ZERO_TOLERANCE = 1e-6
@@ -38,10 +40,11 @@ def _shown(value: float) -> str:
 
 def _describe(value: object) -> str:
     if isinstance(value, str):
-        return f"the text {value[:20]!r}"
+        return _("the text {text!r}").format(text=value[:20])
     if isinstance(value, bool):
-        return "true/false"
-    return {type(None): "null", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+        return _("true/false")
+    kind = {type(None): "null", list: "a list", dict: "an object"}.get(type(value))
+    return _(kind) if kind else type(value).__name__
 
 
 def to_float64(name: str, data: object, shape: tuple[int, ...]) -> np.ndarray:
@@ -54,11 +57,13 @@ def to_float64(name: str, data: object, shape: tuple[int, ...]) -> np.ndarray:
     try:
         raw = np.array(data)
     except (ValueError, TypeError, OverflowError, RecursionError):  # ragged, or far too deep
-        raise ValueError(f"stage {name!r}: its data is not an array of numbers of shape {list(shape)}") from None
+        raise ValueError(_("stage {name!r}: its data is not an array of numbers of shape {shape}").format(
+            name=name, shape=list(shape))) from None
     if raw.size == 0 and 0 in shape:
         return np.zeros(shape)
     if raw.shape != shape:
-        raise ValueError(f"stage {name!r}: its data has shape {list(raw.shape)} but its header says {list(shape)}")
+        raise ValueError(_("stage {name!r}: its data has shape {shape} but its header says {header}").format(
+            name=name, shape=list(raw.shape), header=list(shape)))
     obj = np.array(data, dtype=object)  # NumPy would read true as 1.0 and the text "0.5" as 0.5: look at types
     kinds = _TYPE_OF(obj)
     number = (kinds == float) | (kinds == int)
@@ -67,8 +72,8 @@ def to_float64(name: str, data: object, shape: tuple[int, ...]) -> np.ndarray:
     spelled = (kinds == str) & np.vectorize(lambda x: isinstance(x, str) and x in _SPELLED, otypes=[bool])(obj)
     if not (ok := number | spelled).all():
         where = tuple(np.argwhere(~ok)[0])
-        raise ValueError(f"stage {name!r} holds {_describe(obj[where])} at {_at(where)}; its data holds numbers only "
-                         '(and "-inf" where the mask blocks)')
+        raise ValueError(_('stage {name!r} holds {value} at {at}; its data holds numbers only (and "-inf" where the '
+                           'mask blocks)').format(name=name, value=_describe(obj[where]), at=_at(where)))
     out = np.empty(shape, dtype=np.float64)
     with np.errstate(over="ignore"):
         out[number] = [float(x) for x in obj[number]]  # an integer beyond float64 becomes inf (refused below)
@@ -97,20 +102,21 @@ def check_numbers(name: str, values: np.ndarray, blocked: np.ndarray | None) -> 
         where = tuple(np.argwhere(bad)[0])
         value = values[where]
         if short == "masked_scores" and np.isneginf(value):
-            raise ValueError(f"stage {name!r} holds -inf at {_at(where)}, where the mask lets the query see the key; "
-                             "−inf may stand only where the mask blocks")
+            raise ValueError(_("stage {name!r} holds -inf at {at}, where the mask lets the query see the key; −inf may "
+                               "stand only where the mask blocks").format(name=name, at=_at(where)))
         if np.isfinite(value):
-            raise ValueError(f"stage {name!r} holds {_shown(value)} at {_at(where)}, beyond float32's range "
-                             "(±3.4e38)")
-        raise ValueError(f"stage {name!r} holds {_shown(value)} at {_at(where)}; every number must be finite "
-                         "(only masked scores may be −inf, where the mask blocks)")
+            raise ValueError(_("stage {name!r} holds {value} at {at}, beyond float32's range (±3.4e38)").format(
+                name=name, value=_shown(value), at=_at(where)))
+        raise ValueError(_("stage {name!r} holds {value} at {at}; every number must be finite (only masked scores may "
+                           "be −inf, where the mask blocks)").format(name=name, value=_shown(value), at=_at(where)))
     big = np.abs(narrow) > MAX_MAGNITUDE
     if short == "masked_scores" and block is not None:
         big &= ~block  # a blocked score may hold a fill such as −1e9 or float32's lowest number
     if big.any():
         where = tuple(np.argwhere(big)[0])
-        raise ValueError(f"stage {name!r} holds {_shown(values[where])} at {_at(where)}; numbers in a trace are at "
-                         f"most {MAX_MAGNITUDE:g} in size, so every recomputation stays finite")
+        raise ValueError(_("stage {name!r} holds {value} at {at}; numbers in a trace are at most {limit} in size, so "
+                           "every recomputation stays finite").format(
+            name=name, value=_shown(values[where]), at=_at(where), limit=f"{MAX_MAGNITUDE:g}"))
     if short == "weights" and values.ndim == 4:
         _check_distributions(name, narrow, block)
     return narrow
@@ -120,15 +126,17 @@ def _check_distributions(name: str, w: np.ndarray, block: np.ndarray | None) -> 
     """Rows of ``w`` ``[batch, head, query_pos, key_pos]``: ≥ 0, 0 where blocked, sum 1 over visible keys."""
     if (negative := w < -ZERO_TOLERANCE).any():
         where = tuple(np.argwhere(negative)[0])
-        raise ValueError(f"stage {name!r} is {_shown(w[where])} at {_at(where)}; attention weights are never negative")
+        raise ValueError(_("stage {name!r} is {value} at {at}; attention weights are never negative").format(
+            name=name, value=_shown(w[where]), at=_at(where)))
     visible = np.ones(w.shape, dtype=bool) if block is None else ~block
     if (leak := ~visible & (np.abs(w) > ZERO_TOLERANCE)).any():
         where = tuple(np.argwhere(leak)[0])
-        raise ValueError(f"stage {name!r} is {_shown(w[where])} at {_at(where)}, where the mask blocks the key; "
-                         "a blocked key's weight is 0")
+        raise ValueError(_("stage {name!r} is {value} at {at}, where the mask blocks the key; a blocked key's weight "
+                           "is 0").format(name=name, value=_shown(w[where]), at=_at(where)))
     sums = np.where(visible, w, 0).astype(np.float64).sum(-1)  # [batch, head, query_pos]
     expected = visible.any(-1).astype(np.float64)  # 1, or 0 for a row with no visible key
     if (off := np.abs(sums - expected) > ROW_SUM_TOLERANCE).any():
         where = tuple(np.argwhere(off)[0])
-        raise ValueError(f"stage {name!r}: row {_at(where)} sums to {sums[where]:.4g} over its visible keys; every "
-                         "row of attention weights is a distribution (sum 1, or all 0 when no key is visible)")
+        raise ValueError(_("stage {name!r}: row {at} sums to {total} over its visible keys; every row of attention "
+                           "weights is a distribution (sum 1, or all 0 when no key is visible)").format(
+            name=name, at=_at(where), total=f"{sums[where]:.4g}"))
