@@ -27,3 +27,12 @@ def chromium():
 
     with browser() as b:
         yield b
+
+
+@pytest.fixture(autouse=True)
+def _english_system_locale(monkeypatch):
+    """The export command follows the system's locale when ``--lang`` is not given: run every test under
+    an English one, so a developer's Chinese desktop (LANG=zh_CN.UTF-8) does not change what is asserted."""
+    for name in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")

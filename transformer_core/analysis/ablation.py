@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from ..nn.hooks import intervene
+from ..text.i18n import _
 
 Head = tuple[int, int]  # (layer, head)
 MODES = ("zero", "mean")
@@ -44,10 +45,11 @@ def parse_heads(text: str | None, n_layers: int, n_heads: int) -> tuple[Head, ..
             continue
         match = _HEAD_RE.fullmatch(item)
         if match is None:
-            raise ValueError(f"{item[:20]!r} is not a head: write L<layer>H<head>, e.g. L3H7")
+            raise ValueError(_("{item!r} is not a head: write L<layer>H<head>, e.g. L3H7").format(item=item[:20]))
         layer, head = int(match.group(1)), int(match.group(2))
         if not (0 <= layer < n_layers and 0 <= head < n_heads):
-            raise ValueError(f"{item} does not exist: layers 0–{n_layers - 1}, heads 0–{n_heads - 1}")
+            raise ValueError(_("{item} does not exist: layers 0–{last_layer}, heads 0–{last_head}").format(
+                item=item, last_layer=n_layers - 1, last_head=n_heads - 1))
         out.add((layer, head))
     return tuple(sorted(out))
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from ..text.i18n import DEFAULT, LANGUAGES, _, from_locale, language
 from ..text.tokenize import normalize_text
 
 PROG = "attention-export"
@@ -49,11 +50,11 @@ def check_image_size(width: int, height: int, scale: float) -> None:
     """Raises UsageError unless width and height are positive, scale is in (0, MAX_SCALE] and no
     side exceeds MAX_PIXELS after scaling (NaN and inf are refused too)."""
     if width <= 0 or height <= 0 or not 0 < scale <= MAX_SCALE:
-        raise UsageError(f"--width and --height must be positive and --scale in (0, {MAX_SCALE:g}], "
-                         f"got {width}×{height} × {scale}")
+        raise UsageError(_("--width and --height must be positive and --scale in (0, {max}], got {width}×{height} × "
+                           "{scale}").format(max=f"{MAX_SCALE:g}", width=width, height=height, scale=scale))
     if max(width, height) * scale > MAX_PIXELS:
-        raise UsageError(f"the image would be {width * scale:.0f}×{height * scale:.0f} px; "
-                         f"at most {MAX_PIXELS} px a side")
+        raise UsageError(_("the image would be {width}×{height} px; at most {limit} px a side").format(
+            width=f"{width * scale:.0f}", height=f"{height * scale:.0f}", limit=MAX_PIXELS))
 
 
 def split_text(texts: list[str] | None) -> list[str]:
@@ -69,7 +70,7 @@ def split_text(texts: list[str] | None) -> list[str]:
     sentences = [line.strip() for text in (texts or []) for line in normalize_text(text).splitlines()]
     sentences = [s for s in sentences if s]
     if not sentences:
-        raise UsageError("empty text: pass at least one sentence, e.g. --text \"the cat sat on the mat\"")
+        raise UsageError(_('empty text: pass at least one sentence, e.g. --text "the cat sat on the mat"'))
     return sentences
 
 
@@ -87,20 +88,20 @@ def resolve_output(out: str | None, fmt: str | None) -> tuple[Path | None, str]:
         return None, fmt or "png"
     if out == STDOUT:
         if fmt not in TEXT_FORMATS:
-            raise UsageError(f"--out {STDOUT} writes to standard output: pass --format "
-                             f"{', '.join(TEXT_FORMATS[:-1])} or {TEXT_FORMATS[-1]} (PNG needs a file)")
+            raise UsageError(_("--out {out} writes to standard output: pass --format {formats} or {last} (PNG needs a "
+                               "file)").format(out=STDOUT, formats=", ".join(TEXT_FORMATS[:-1]), last=TEXT_FORMATS[-1]))
         return Path(STDOUT), fmt
     path = Path(out)
     if path.is_dir():
         return path, fmt or "png"
     if out.endswith(("/", os.sep)):
-        raise OSError(f"cannot write into {out!r}: no such folder")
+        raise OSError(_("cannot write into {out!r}: no such folder").format(out=out))
     inferred = EXTENSIONS.get(path.suffix.lower())
     if fmt and inferred and fmt != inferred:
-        raise UsageError(f"--format {fmt} contradicts the extension of --out {out!r}")
+        raise UsageError(_("--format {fmt} contradicts the extension of --out {out!r}").format(fmt=fmt, out=out))
     if fmt is None and inferred is None:
-        raise UsageError(f"cannot tell the format from --out {out!r}: use an extension "
-                         f"({', '.join(sorted(EXTENSIONS))}) or pass --format")
+        raise UsageError(_("cannot tell the format from --out {out!r}: use an extension ({extensions}) or pass "
+                           "--format").format(out=out, extensions=", ".join(sorted(EXTENSIONS))))
     return path, fmt or inferred
 
 
@@ -112,9 +113,10 @@ def _bounded(name: str) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+            raise argparse.ArgumentTypeError(_("invalid int value: {text!r}").format(text=text)) from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high:,}")
+            raise argparse.ArgumentTypeError(_("{value} is outside {low}..{high}").format(value=value, low=low,
+                                                                                     high=f"{high:,}"))
         return value
 
     return parse
@@ -125,9 +127,10 @@ def _scale(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+        raise argparse.ArgumentTypeError(_("invalid float value: {text!r}").format(text=text)) from None
     if not 0 < value <= MAX_SCALE:  # NaN and inf fail here too
-        raise argparse.ArgumentTypeError(f"{text} is not a number in (0, {MAX_SCALE:g}]")
+        raise argparse.ArgumentTypeError(_("{text} is not a number in (0, {max}]").format(text=text,
+                                                                                         max=f"{MAX_SCALE:g}"))
     return value
 
 
@@ -138,67 +141,88 @@ def _range(name: str) -> str:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, no usage dump; main() prints it
-        raise UsageError(message)
+        # argparse's own messages come from Python's standard library, in English: say in the reader's language
+        # that they are about the arguments (in English the message stands alone, as before)
+        raise UsageError(message if language() == "en" else _("bad arguments: {message}").format(message=message))
+
+
+def language_asked(argv: list[str]) -> str:
+    """The language of messages and figures: ``--lang`` in ``argv`` (read before parsing, so that a parse
+    error and ``--help`` are in that language too), else the system's locale (``LC_ALL``, ``LC_MESSAGES``,
+    ``LANG``, as gettext reads them), else English."""
+    for i, arg in enumerate(argv):
+        if arg == "--lang" and i + 1 < len(argv):
+            return argv[i + 1] if argv[i + 1] in LANGUAGES else DEFAULT
+        if arg.startswith("--lang="):
+            return arg.split("=", 1)[1] if arg.split("=", 1)[1] in LANGUAGES else DEFAULT
+    locale = next((os.environ[k] for k in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(k)), None)
+    return from_locale(locale)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Export an attention figure or the captured data for docs and slides.",
-                epilog="Examples:\n  " + "\n  ".join([
+    p = _Parser(prog=PROG, description=_("Export an attention figure or the captured data for docs and slides."),
+                epilog=_("Examples:") + "\n  " + "\n  ".join([
                     f'{PROG} --text "the cat sat on the mat" --stage weights --head 3 --causal',
                     f'{PROG} --text "the cat saw the cat" --stage masked_scores --causal --format csv',
                     f'{PROG} --model minilm --text "the bank of the river" --layer 5 --out bank.svg',
-                ]) + "\n\nLimits, checked before the model runs (exit 2 beyond them):\n  "
+                ]) + "\n\n" + _("Limits, checked before the model runs (exit 2 beyond them):") + "\n  "
                 + "\n  ".join([
                     f"d_model {_range('d_model')}, n_heads {_range('n_heads')}, n_layers {_range('n_layers')}, "
-                    f"seed {_range('seed')}, max_tokens {_range('max_tokens')}, at most {MAX_SENTENCES} sentences",
-                    f"at most {MAX_NUMBERS:,} captured numbers (~{MAX_NUMBERS * 4 // 10**6} MB; "
-                    f"{MAX_JSON_NUMBERS:,} for --format json): "
-                    "layers × sentences × (3 × heads × tokens² + 12 × tokens × d_model)",
-                    f"images {_range('width')} px a side, --scale up to {MAX_SCALE:g}, "
-                    f"at most {MAX_PIXELS} px a side after scaling"]),
+                    f"seed {_range('seed')}, max_tokens {_range('max_tokens')}, "
+                    + _("at most {n} sentences").format(n=MAX_SENTENCES),
+                    _("at most {n} captured numbers (~{mb} MB; {json} for --format json): layers × sentences × "
+                      "(3 × heads × tokens² + 12 × tokens × d_model)").format(
+                        n=f"{MAX_NUMBERS:,}", mb=MAX_NUMBERS * 4 // 10**6, json=f"{MAX_JSON_NUMBERS:,}"),
+                    _("images {sizes} px a side, --scale up to {scale}, at most {limit} px a side after "
+                      "scaling").format(sizes=_range("width"), scale=f"{MAX_SCALE:g}", limit=MAX_PIXELS)]),
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--text", action="append", metavar="TEXT",
-                   help="a sentence; repeat it, or put one sentence per line, to make a batch")
+                   help=_("a sentence; repeat it, or put one sentence per line, to make a batch"))
     p.add_argument("--model", choices=("toy", "minilm", "causal"), default="toy",
-                   help="toy random-weight encoder, MiniLM-L6, or the trained causal model (--text = token ids 0-63)")
-    p.add_argument("--step", type=int, help="causal: training checkpoint (default: the final model)")
+                   help=_("toy random-weight encoder, MiniLM-L6, or the trained causal model (--text = token ids 0-63)"))
+    p.add_argument("--step", type=int, help=_("causal: training checkpoint (default: the final model)"))
     p.add_argument("--ablate", metavar="HEADS",
-                   help="minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)")
+                   help=_("minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)"))
     p.add_argument("--ablate-mode", choices=("zero", "mean"), default="zero",
-                   help="zero: context = 0 (as head_mask did); mean: its mean over the real tokens (default zero)")
+                   help=_("zero: context = 0 (as head_mask did); mean: its mean over the real tokens (default zero)"))
     p.add_argument("--d-model", type=_bounded("d_model"),
-                   help=f"toy: width of every token vector, {_range('d_model')} (default 64)")
+                   help=_("toy: width of every token vector, {range} (default 64)").format(range=_range("d_model")))
     p.add_argument("--n-heads", type=_bounded("n_heads"),
-                   help=f"toy: attention heads, {_range('n_heads')}, must divide --d-model (default 8)")
+                   help=_("toy: attention heads, {range}, must divide --d-model (default 8)").format(
+                       range=_range("n_heads")))
     p.add_argument("--n-layers", type=_bounded("n_layers"),
-                   help=f"toy: encoder layers, {_range('n_layers')} (default 1)")
+                   help=_("toy: encoder layers, {range} (default 1)").format(range=_range("n_layers")))
     p.add_argument("--seed", type=_bounded("seed"),
-                   help=f"toy: seed of the random weights and embeddings, {_range('seed')} (default 0)")
-    p.add_argument("--tokenizer", choices=("word", "wordpiece"), help="toy: tokenizer (default word)")
+                   help=_("toy: seed of the random weights and embeddings, {range} (default 0)").format(range=_range("seed")))
+    p.add_argument("--tokenizer", choices=("word", "wordpiece"), help=_("toy: tokenizer (default word)"))
     p.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
-                   help="toy: causal mask, each position sees only itself and earlier ones (default off); "
-                        "causal model: on by default, --no-causal shows what breaks")
+                   help=_("toy: causal mask, each position sees only itself and earlier ones (default off); "
+                        "causal model: on by default, --no-causal shows what breaks"))
     p.add_argument("--padding", action=argparse.BooleanOptionalAction, default=True,
-                   help="padding mask, so no one attends to [PAD] (default on)")
+                   help=_("padding mask, so no one attends to [PAD] (default on)"))
     p.add_argument("--max-tokens", type=_bounded("max_tokens"),
-                   help=f"cut each sentence to this many tokens, {_range('max_tokens')} (default: toy 64, MiniLM 128)")
-    p.add_argument("--layer", type=int, default=0, help="encoder layer (default 0)")
-    p.add_argument("--head", type=int, help="attention head (default: all heads)")
+                   help=_("cut each sentence to this many tokens, {range} (default: toy 64, MiniLM 128)").format(
+                       range=_range("max_tokens")))
+    p.add_argument("--layer", type=int, default=0, help=_("encoder layer (default 0)"))
+    p.add_argument("--head", type=int, help=_("attention head (default: all heads)"))
     p.add_argument("--stage", choices=STAGES, default="weights",
-                   help="which matrix (default weights); norms = value-weighted norms ‖α·f(x)‖ (W_O from the model)")
+                   help=_("which matrix (default weights); norms = value-weighted norms ‖α·f(x)‖ (W_O from the model)"))
     p.add_argument("--view", choices=("rollout", "flow"),
-                   help="instead of one layer: attention rollout or flow of --batch's sentence across every layer "
-                        "(flow: at most 16 tokens)")
-    p.add_argument("--batch", type=int, default=0, help="which sentence of the batch (default 0)")
-    p.add_argument("--format", choices=FORMATS, help="output format (default: from --out's extension, else png)")
-    p.add_argument("--out", metavar="PATH", help="output file or folder (default: a name like "
-                   "weights_L0_H3_the-cat-sat.png); - writes CSV, JSON, SVG or HTML to standard output")
+                   help=_("instead of one layer: attention rollout or flow of --batch's sentence across every layer "
+                        "(flow: at most 16 tokens)"))
+    p.add_argument("--batch", type=int, default=0, help=_("which sentence of the batch (default 0)"))
+    p.add_argument("--format", choices=FORMATS, help=_("output format (default: from --out's extension, else png)"))
+    p.add_argument("--out", metavar="PATH", help=_("output file or folder (default: a name like "
+                   "weights_L0_H3_the-cat-sat.png); - writes CSV, JSON, SVG or HTML to standard output"))
     p.add_argument("--width", type=_bounded("width"), default=SLIDE_WIDTH,
-                   help=f"image width in px, {_range('width')} (default {SLIDE_WIDTH})")
+                   help=_("image width in px, {range} (default {default})").format(range=_range("width"), default=SLIDE_WIDTH))
     p.add_argument("--height", type=_bounded("height"), default=SLIDE_HEIGHT,
-                   help=f"image height in px, {_range('height')} (default {SLIDE_HEIGHT})")
+                   help=_("image height in px, {range} (default {default})").format(range=_range("height"),
+                                                                                     default=SLIDE_HEIGHT))
     p.add_argument("--scale", type=_scale, default=1.0,
-                   help=f"PNG pixel multiplier, e.g. 2 for retina; a number in (0, {MAX_SCALE:g}] (default 1)")
-    p.add_argument("--lang", choices=("en", "zh"), default="en",
-                   help="language of the figure's titles, captions and axis titles: en (default) or zh (中文)")
+                   help=_("PNG pixel multiplier, e.g. 2 for retina; a number in (0, {max}] (default 1)").format(
+                       max=f"{MAX_SCALE:g}"))
+    p.add_argument("--lang", choices=("en", "zh"), default=language_asked([]),
+                   help=_("language of the figure's titles, captions and messages: en or zh (中文); default: "
+                          "the system's (LC_ALL, LC_MESSAGES, LANG), else en"))
     return p

@@ -32,9 +32,9 @@ from pathlib import Path
 from ..figures import stage as figures
 from ..records import serialize
 from ..records.trace import Trace
-from ..text.i18n import set_language
+from ..text.i18n import N_, _, set_language
 from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, STDOUT, ExportError,  # noqa: F401
-                   UsageError, build_parser, check_image_size, resolve_output, split_text)
+                   UsageError, build_parser, check_image_size, language_asked, resolve_output, split_text)
 from . import moves
 from .fonts import figure_texts, missing_characters, missing_font_message
 from .slides import (build_figure, find_chromium, head_figures, image_server, no_chromium_message,  # noqa: F401
@@ -42,8 +42,8 @@ from .slides import (build_figure, find_chromium, head_figures, image_server, no
 from .traces import build_trace, check_selection, check_work, describe, run_minilm_trace  # noqa: F401
 
 
-_NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
-                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_NOT_REGULAR = ((stat.S_ISFIFO, N_("a named pipe")), (stat.S_ISCHR, N_("a character device")),
+                (stat.S_ISBLK, N_("a block device")), (stat.S_ISSOCK, N_("a socket")))
 
 
 def check_writable(path: Path) -> None:
@@ -60,18 +60,18 @@ def check_writable(path: Path) -> None:
         return
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise OSError(f"cannot write {path}: folder {str(parent)!r} does not exist")
+        raise OSError(_("cannot write {path}: folder {folder!r} does not exist").format(path=path, folder=str(parent)))
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         mode = None
     if mode is not None and stat.S_ISDIR(mode):
-        raise OSError(f"cannot write {path}: it is a folder")
+        raise OSError(_("cannot write {path}: it is a folder").format(path=path))
     if mode is not None and not stat.S_ISREG(mode):
-        kind = next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
-        raise OSError(f"cannot write {path}: it is not a regular file ({kind})")
+        kind = next((name for test, name in _NOT_REGULAR if test(mode)), N_("a special file"))
+        raise OSError(_("cannot write {path}: it is not a regular file ({kind})").format(path=path, kind=_(kind)))
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise OSError(f"cannot write {path}: permission denied")
+        raise OSError(_("cannot write {path}: permission denied").format(path=path))
 
 
 def write_output(path: Path, data: str | bytes) -> None:
@@ -85,7 +85,7 @@ def write_output(path: Path, data: str | bytes) -> None:
         else:
             path.write_text(data, encoding="utf-8")
     except OSError as err:
-        raise OSError(f"cannot write {path}: {err.strerror or err}") from None
+        raise OSError(_("cannot write {path}: {reason}").format(path=path, reason=err.strerror or err)) from None
 
 
 def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int = 0, head: int | None = None,
@@ -97,9 +97,11 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
         UsageError: bad selection or size. OSError: cannot write. ExportError: no Chromium for png/svg.
     """
     if stage not in STAGES:
-        raise UsageError(f"unknown stage {stage!r}: choose one of {', '.join(STAGES)}")
+        raise UsageError(_("unknown stage {stage!r}: choose one of {choices}").format(stage=stage,
+                                                                                   choices=", ".join(STAGES)))
     if fmt not in FORMATS:
-        raise UsageError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+        raise UsageError(_("unknown format {fmt!r}: choose one of {choices}").format(fmt=fmt,
+                                                                                  choices=", ".join(FORMATS)))
     check_image_size(width, height, scale)
     check_selection(trace, stage, batch, layer, head)
     tokens = trace.tokens[batch][: trace.lengths[batch]]
@@ -122,7 +124,7 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
     else:
         fig = build_figure(trace, stage, batch=batch, layer=layer, head=head, width=width, height=height)
         if missing := missing_characters(figure_texts(fig)):  # once per image, before Chromium draws boxes
-            print(f"export: warning: {missing_font_message(missing, fmt)}", file=sys.stderr)
+            print(_("export: warning: {message}").format(message=missing_font_message(missing, fmt)), file=sys.stderr)
         data = render_image(fig, fmt, width=width, height=height, scale=scale)
     write_output(path, data)
     return path
@@ -158,6 +160,8 @@ def _message(err: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit code (0 ok, 1 cannot write/render, 2 bad arguments)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    set_language(language_asked(argv))  # before parsing: its errors and --help in the asked language
     try:
         args = build_parser().parse_args(argv)
         set_language(args.lang)  # titles, captions and axis titles of the figure (transformer_core.text.i18n)
@@ -165,10 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as done:  # --help
         return int(done.code or 0)
     except (ValueError, KeyError, IndexError) as err:
-        print(f"export: error: {_message(err)}", file=sys.stderr)
+        print(_("export: error: {message}").format(message=_message(err)), file=sys.stderr)
         return 2
     except (OSError, ExportError) as err:
-        print(f"export: error: {_message(err)}", file=sys.stderr)
+        print(_("export: error: {message}").format(message=_message(err)), file=sys.stderr)
         return 1
     if str(path) != STDOUT:  # the data itself went to standard output
         print(path)

@@ -16,6 +16,8 @@ import subprocess
 import unicodedata
 from collections.abc import Iterable
 
+from ..text.i18n import _, ngettext
+
 FONT_PACKAGES = "fonts-noto-cjk fonts-noto-color-emoji"
 _NOT_DRAWN_ALONE = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF), (0x1F3FB, 0x1F3FF), (0xE0020, 0xE007F))
 
@@ -77,12 +79,14 @@ def missing_characters(texts: Iterable[str], ranges: list[tuple[int, int]] | Non
 
 def missing_font_message(missing: list[str], fmt: str) -> str:
     """One line saying which characters will be boxes and what to install."""
-    shown = " ".join(missing[:12]) + (f" … ({len(missing)} in all)" if len(missing) > 12 else "")
+    shown = " ".join(missing[:12]) + (" … " + _("({n} in all)").format(n=len(missing)) if len(missing) > 12 else "")
     names = ", ".join(f"U+{ord(c):04X}" for c in missing[:3])
-    return (f"no installed font has {len(missing)} character{'s' if len(missing) != 1 else ''} of this figure "
-            f"({shown}; {names}{' …' if len(missing) > 3 else ''}): the {fmt.upper()} will draw "
-            f"{'them' if len(missing) != 1 else 'it'} as boxes. Install fonts that cover them, e.g. on Debian "
-            f"`apt-get install -y {FONT_PACKAGES}`")
+    return ngettext("no installed font has {n} character of this figure ({shown}; {names}): the {fmt} will draw it "
+                    "as boxes. Install fonts that cover them, e.g. on Debian `apt-get install -y {packages}`",
+                    "no installed font has {n} characters of this figure ({shown}; {names}): the {fmt} will draw "
+                    "them as boxes. Install fonts that cover them, e.g. on Debian `apt-get install -y {packages}`",
+                    len(missing)).format(n=len(missing), shown=shown, names=names + (" …" if len(missing) > 3 else ""),
+                                         fmt=fmt.upper(), packages=FONT_PACKAGES)
 
 
 def figure_texts(fig) -> list[str]:

@@ -18,6 +18,7 @@ from ..figures import stage as figures
 from ..figures.moves import VIEW_TITLES, across_layers_figure
 from ..records import serialize
 from ..records.trace import Trace
+from ..text.i18n import _
 from .args import ExportError, UsageError
 from .slides import render_image, slide_figure
 from .traces import describe
@@ -32,11 +33,12 @@ def add_norms(trace: Trace, layer: int) -> Trace:
         UsageError: no such layer. ExportError: the model's W_O cannot be had.
     """
     if not 0 <= layer < trace.n_layers:
-        raise UsageError(f"--layer {layer} out of range: the model has layers 0..{trace.n_layers - 1}")
+        raise UsageError(_("--layer {layer} out of range: the model has layers 0..{last}").format(
+            layer=layer, last=trace.n_layers - 1))
     try:
         return with_norms(trace, [layer])
     except (ValueError, RuntimeError) as err:  # unknown model, PretrainedUnavailable, CausalUnavailable
-        raise ExportError(f"value-weighted norms need the model's W_O: {err}") from None
+        raise ExportError(_("value-weighted norms need the model's W_O: {reason}").format(reason=err)) from None
 
 
 def view_output(trace: Trace, view: str, *, batch: int, fmt: str, width: int, height: int,
@@ -48,13 +50,14 @@ def view_output(trace: Trace, view: str, *, batch: int, fmt: str, width: int, he
         ExportError: no Chromium for PNG/SVG.
     """
     if view not in VIEWS:
-        raise UsageError(f"unknown view {view!r}: choose one of {', '.join(VIEWS)}")
+        raise UsageError(_("unknown view {view!r}: choose one of {choices}").format(view=view, choices=", ".join(VIEWS)))
     if not 0 <= batch < len(trace.tokens):
-        raise UsageError(f"--batch {batch} out of range: the text has {len(trace.tokens)} sentence(s)")
+        raise UsageError(_("--batch {batch} out of range: the text has {n} sentence(s)").format(
+            batch=batch, n=len(trace.tokens)))
     n = trace.lengths[batch]
     if view == "flow" and n > FLOW_TOKEN_LIMIT:
-        raise UsageError(f"--view flow is computed for at most {FLOW_TOKEN_LIMIT} tokens; sentence {batch} has {n} "
-                         "(--view rollout works at any length)")
+        raise UsageError(_("--view flow is computed for at most {limit} tokens; sentence {batch} has {n} (--view "
+                           "rollout works at any length)").format(limit=FLOW_TOKEN_LIMIT, batch=batch, n=n))
     means = layer_means(trace, batch)  # [layer, n, n]
     values = attention_flow(means) if view == "flow" else attention_rollout(means)
     tokens = trace.tokens[batch][:n]

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from ..figures import stage as figures
 from ..figures.slide import HTML_HEIGHT, HTML_WIDTH, stage_slide, stage_title  # noqa: F401 (stage_title: export)
 from ..records.trace import Trace
+from ..text.i18n import _
 from .args import CHROMIUM_NAMES, SLIDE_HEIGHT, SLIDE_WIDTH, ExportError
 
 
@@ -70,9 +71,11 @@ def find_chromium() -> str | None:
 
 def no_chromium_message(fmt: str) -> str:
     where = os.environ.get("BROWSER_PATH")
-    found = f"BROWSER_PATH={where!r} is not an executable" if where else "no chromium on PATH"
-    return (f"{fmt.upper()} export needs Chromium and {found}: install it (apt install chromium) or set "
-            "BROWSER_PATH=/path/to/chromium; --format html, csv and json work without it")
+    found = _("BROWSER_PATH={where!r} is not an executable").format(where=where) if where else \
+        _("no chromium on PATH")
+    return _("{fmt} export needs Chromium and {found}: install it (apt install chromium) or set "
+             "BROWSER_PATH=/path/to/chromium; --format html, csv and json work without it").format(
+        fmt=fmt.upper(), found=found)
 
 
 def render_image(fig: go.Figure, fmt: str, *, width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT,
@@ -80,17 +83,20 @@ def render_image(fig: go.Figure, fmt: str, *, width: int = SLIDE_WIDTH, height: 
     """PNG or SVG bytes through kaleido and the system Chromium.
 
     Raises:
-        ExportError: no Chromium, or kaleido failed (message has the cause).
+        ExportError: no Chromium, or kaleido failed twice (the message has the second cause).
     """
     if find_chromium() is None:
         raise ExportError(no_chromium_message(fmt))
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="The kopts argument is ignored")  # with image_server()
-            return fig.to_image(format=fmt, width=width, height=height, scale=scale)
-    except Exception as err:  # noqa: BLE001 kaleido/choreographer raise many types; report one line
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ExportError(f"{fmt.upper()} export failed in kaleido/Chromium: {detail}") from None
+    for attempt in (1, 2):  # a fresh Chromium page sometimes fails once ("kaleido_scopes is not defined")
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The kopts argument is ignored")  # with image_server()
+                return fig.to_image(format=fmt, width=width, height=height, scale=scale)
+        except Exception as err:  # noqa: BLE001 kaleido/choreographer raise many types; report one line
+            if attempt == 1:
+                continue
+            detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    raise ExportError(_("{fmt} export failed in kaleido/Chromium: {detail}").format(fmt=fmt.upper(), detail=detail))
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ from ..figures.slide import describe  # noqa: F401 (the slide's sentence-and-set
 from ..models.toy import run_toy
 from ..nn.config import EncoderConfig
 from ..records.trace import Trace
+from ..text.i18n import _, ngettext
 from .args import MAX_JSON_NUMBERS, MAX_NUMBERS, MAX_SENTENCES, MINILM_MAX_TOKENS, TOY_DEFAULTS, ExportError, UsageError, split_text
 
 
@@ -21,12 +22,12 @@ def run_minilm_trace(sentences: list[str], *, padding: bool = True, max_tokens: 
     try:
         from ..models.minilm_trace import run_minilm
     except ImportError as err:
-        raise ExportError(f"MiniLM export is unavailable: cannot import transformer_core.models.minilm_trace.run_minilm "
-                          f"({err}); use --model toy") from None
+        raise ExportError(_("MiniLM export is unavailable: cannot import {name} ({reason}); use --model toy").format(
+            name="transformer_core.models.minilm_trace.run_minilm", reason=err)) from None
     try:
         return run_minilm(sentences, padding=padding, max_tokens=max_tokens)
     except RuntimeError as err:  # pretrained.PretrainedUnavailable and friends
-        raise ExportError(f"MiniLM export failed: {err}") from None
+        raise ExportError(_("MiniLM export failed: {reason}").format(reason=err)) from None
 
 
 def wordpiece_lengths(sentences: list[str]) -> list[int]:
@@ -41,8 +42,8 @@ def wordpiece_lengths(sentences: list[str]) -> list[int]:
         return [len(wordpiece_tokenize(s)) for s in sentences]
     except Exception as err:  # noqa: BLE001 PretrainedUnavailable, or tokenizers' bare Exception for a corrupt file
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ExportError(f"the BERT WordPiece tokenizer is not available (it comes with the trained model "
-                          f"MiniLM-L6): {detail}; use --tokenizer word") from None
+        raise ExportError(_("the BERT WordPiece tokenizer is not available (it comes with the trained model "
+                            "MiniLM-L6): {detail}; use --tokenizer word").format(detail=detail)) from None
 
 
 def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png") -> None:
@@ -54,14 +55,14 @@ def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png")
         ExportError: ``wordpiece`` asked for and unavailable.
     """
     if len(sentences) > MAX_SENTENCES:
-        raise UsageError(f"{len(sentences)} sentences; at most {MAX_SENTENCES} per export")
+        raise UsageError(_("{n} sentences; at most {limit} per export").format(n=len(sentences), limit=MAX_SENTENCES))
     if args.model == "causal":
         n_layers, n_heads, d_model = 2, 4, 64
         counts = [len(" ".join(sentences).replace(",", " ").split())]
     elif args.model == "minilm":
         n_layers, n_heads, d_model, cap = 6, 12, 384, args.max_tokens or MINILM_MAX_TOKENS
         if cap < 2:
-            raise UsageError("--max-tokens must be at least 2 for MiniLM ([CLS] and [SEP])")
+            raise UsageError(_("--max-tokens must be at least 2 for MiniLM ([CLS] and [SEP])"))
         counts = [min(n, cap) for n in wordpiece_lengths(sentences)]
     else:
         opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
@@ -76,10 +77,13 @@ def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png")
     numbers = n_layers * b * (3 * n_heads * n * n + 12 * n * d_model) + b * n * d_model
     limit = MAX_JSON_NUMBERS if fmt == "json" else MAX_NUMBERS
     if numbers > limit:
-        raise UsageError(f"this run would capture {numbers:,} numbers ({b} sentence{'s' * (b != 1)} × {n} tokens, "
-                         f"{n_layers} layer{'s' * (n_layers != 1)}, {n_heads} heads, d_model {d_model}); at most "
-                         f"{limit:,}{' for JSON' if fmt == 'json' else ''}: use fewer or shorter sentences, a lower "
-                         "--max-tokens, fewer layers or heads, or a smaller --d-model")
+        sizes = (ngettext("{n} sentence", "{n} sentences", b).format(n=b) + " × " + ngettext("{n} token", "{n} tokens", n).format(n=n)
+                 + ", " + ngettext("{n} layer", "{n} layers", n_layers).format(n=n_layers) + ", "
+                 + ngettext("{n} head", "{n} heads", n_heads).format(n=n_heads) + f", d_model {d_model}")
+        most = (_("at most {limit} for JSON") if fmt == "json" else _("at most {limit}")).format(limit=f"{limit:,}")
+        raise UsageError(_("this run would capture {numbers} numbers ({sizes}); {most}: use fewer or shorter "
+                           "sentences, a lower --max-tokens, fewer layers or heads, or a smaller --d-model").format(
+            numbers=f"{numbers:,}", sizes=sizes, most=most))
 
 
 def build_trace(args: argparse.Namespace) -> Trace:
@@ -92,20 +96,21 @@ def build_trace(args: argparse.Namespace) -> Trace:
     if args.model == "causal":
         return run_causal_trace(args, sentences)
     if args.step is not None:
-        raise UsageError("--step applies only to --model causal (a training checkpoint)")
+        raise UsageError(_("--step applies only to --model causal (a training checkpoint)"))
     if args.model == "minilm":
         given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer")
                  if getattr(args, k) is not None]
         if args.causal:
             given.append("--causal")
         if given:
-            verb = "applies" if len(given) == 1 else "apply"
-            raise UsageError(f"{', '.join(given)} {verb} only to --model toy (MiniLM-L6 is a fixed, "
-                             "bidirectional 6-layer × 12-head model)")
+            raise UsageError(ngettext("{options} applies only to --model toy (MiniLM-L6 is a fixed, bidirectional "
+                                      "6-layer × 12-head model)",
+                                      "{options} apply only to --model toy (MiniLM-L6 is a fixed, bidirectional "
+                                      "6-layer × 12-head model)", len(given)).format(options=", ".join(given)))
         return _ablated_minilm(args, sentences) if args.ablate else \
             run_minilm_trace(sentences, padding=args.padding, max_tokens=args.max_tokens or MINILM_MAX_TOKENS)
     if args.ablate:
-        raise UsageError("--ablate applies only to --model minilm or causal")
+        raise UsageError(_("--ablate applies only to --model minilm or causal"))
     opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
     config = EncoderConfig(d_model=opt["d_model"], n_heads=opt["n_heads"], n_layers=opt["n_layers"],
                            d_ff=4 * opt["d_model"], seed=opt["seed"])
@@ -126,18 +131,22 @@ def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
     given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer", "max_tokens")
              if getattr(args, k) is not None]
     if given:
-        raise UsageError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only to --model toy or "
-                         "minilm (the causal model is a fixed 2-layer × 4-head model)")
+        raise UsageError(ngettext("{options} applies only to --model toy or minilm (the causal model is a fixed "
+                                  "2-layer × 4-head model)",
+                                  "{options} apply only to --model toy or minilm (the causal model is a fixed "
+                                  "2-layer × 4-head model)", len(given)).format(options=", ".join(given)))
     try:
         ids = parse_tokens(" ".join(sentences))
     except ValueError as err:
         raise UsageError(str(err)) from err
     if len(ids) > CAUSAL_CONFIG.max_positions:
-        raise UsageError(f"{len(ids)} tokens; the causal model takes at most {CAUSAL_CONFIG.max_positions}")
+        raise UsageError(_("{n} tokens; the causal model takes at most {limit}").format(
+            n=len(ids), limit=CAUSAL_CONFIG.max_positions))
     try:
         steps = checkpoint_steps()
         if args.step is not None and args.step not in steps:
-            raise UsageError(f"no checkpoint at step {args.step}; choose one of {', '.join(map(str, steps))}")
+            raise UsageError(_("no checkpoint at step {step}; choose one of {choices}").format(
+                step=args.step, choices=", ".join(map(str, steps))))
         if not args.ablate:
             return run_causal(ids, step=args.step, causal=args.causal is not False)
         from ..analysis.ablation import ablate
@@ -147,7 +156,7 @@ def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
         with ablate(load_causal_model(args.step), heads, args.ablate_mode):
             return _marked(run_causal(ids, step=args.step, causal=args.causal is not False), heads, args.ablate_mode)
     except (CausalUnavailable, OSError) as err:
-        raise ExportError(f"causal model export is unavailable: {err}") from err
+        raise ExportError(_("causal model export is unavailable: {reason}").format(reason=err)) from err
 
 
 def _heads(args: argparse.Namespace, n_layers: int, n_heads: int) -> tuple:
@@ -185,7 +194,7 @@ def _ablated_minilm(args: argparse.Namespace, sentences: list[str]) -> Trace:
     try:
         model, _ = load_minilm()
     except RuntimeError as err:
-        raise ExportError(f"MiniLM export failed: {err}") from None
+        raise ExportError(_("MiniLM export failed: {reason}").format(reason=err)) from None
     with ablate(model, heads, args.ablate_mode, real):
         return _marked(run_minilm_trace(sentences, padding=args.padding, max_tokens=cap), heads, args.ablate_mode)
 
@@ -198,11 +207,16 @@ def check_selection(trace: Trace, stage: str, batch: int, layer: int, head: int 
     """
     n_batch = len(trace.tokens)
     if not 0 <= batch < n_batch:
-        raise UsageError(f"--batch {batch} out of range: the text has {n_batch} sentence(s), so 0..{n_batch - 1}")
+        raise UsageError(_("--batch {batch} out of range: the text has {n} sentence(s), so 0..{last}").format(
+            batch=batch, n=n_batch, last=n_batch - 1))
     n_layers = trace.n_layers
     if not 0 <= layer < n_layers:
-        hint = " (raise --n-layers for a deeper toy model)" if trace.settings.get("model") == "toy" else ""
-        raise UsageError(f"--layer {layer} out of range: the model has layers 0..{n_layers - 1}{hint}")
+        message = _("--layer {layer} out of range: the model has layers 0..{last}").format(layer=layer,
+                                                                                            last=n_layers - 1)
+        if trace.settings.get("model") == "toy":
+            message += _(" (raise --n-layers for a deeper toy model)")  # the space belongs to the language
+        raise UsageError(message)
     n_heads = trace.stage(stage, layer).shape[1]
     if head is not None and not 0 <= head < n_heads:
-        raise UsageError(f"--head {head} out of range: the model has heads 0..{n_heads - 1}")
+        raise UsageError(_("--head {head} out of range: the model has heads 0..{last}").format(head=head,
+                                                                                             last=n_heads - 1))

@@ -321,7 +321,7 @@ def run_causal(ids: list[int], *, step: int | None = None, causal: bool = True):
     from ..records.trace import Trace
 
     if not ids:
-        raise ValueError("no tokens: type or generate a sequence")
+        raise ValueError(_("no tokens: type or generate a sequence"))
     model = load_causal_model(step)
     input_ids = torch.tensor([ids], dtype=torch.long)  # [batch=1, pos]
     with torch.no_grad(), capture(model) as stages:
