@@ -52,34 +52,12 @@ def _compress(path: str) -> None:
     Path(path + ".br").write_bytes(brotli.compress(data, quality=11 if big else 9, lgwin=24))
 
 
-PRELOAD_CONF = "preload.conf"
-
-
-def preload_conf(static: Path, version: str) -> str:
-    """An nginx ``map`` giving HTML pages a ``Link`` header that starts Plotly's chunk early.
-
-    Streamlit's frontend imports its Plotly chart (4.7 MB, 1.06 MB as brotli) only when the first chart
-    arrives, after the page shell, the websocket and the script run: a link's first visit then waits for
-    the download and its parse. ``rel=modulepreload`` lets the browser fetch and compile it while the page
-    starts. The chunk's name carries a content hash, so it is read from this Streamlit's own files.
-    """
-    chunks = sorted((static / "static" / "js").glob("PlotlyChart.*.js"))
-    link = f'"</static/js/{chunks[0].name}>; rel=modulepreload"' if chunks else '""'
-    return (f"# written by deploy/precompress_static.py for Streamlit {version}: the Link header of deploy/nginx.conf\n"
-            "map $sent_http_content_type $ae_preload {\n"
-            '    default "";\n'
-            f"    ~^text/html {link};\n"
-            "}\n")
-
-
 def build(dest: Path, workers: int | None = None) -> Path:
-    """Copy Streamlit's static folder to ``dest`` with .gz/.br beside each compressible file, and the
-    ``preload.conf`` nginx map (:func:`preload_conf`); return ``dest``."""
+    """Copy Streamlit's static folder to ``dest`` with .gz/.br beside each compressible file; return ``dest``."""
     source, version = streamlit_static()
     dest = Path(dest)
     stamp = dest / ".precompressed"
     if stamp.exists() and stamp.read_text() == version:
-        (dest / PRELOAD_CONF).write_text(preload_conf(dest, version))
         return dest
     if dest.exists():
         shutil.rmtree(dest)
@@ -89,7 +67,6 @@ def build(dest: Path, workers: int | None = None) -> Path:
     todo.sort(key=lambda p: -os.path.getsize(p))  # the slow ones first, so the pool ends together
     with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
         list(pool.map(_compress, todo))
-    (dest / PRELOAD_CONF).write_text(preload_conf(dest, version))
     stamp.write_text(version)
     return dest
 

@@ -63,7 +63,6 @@ def render_config(prefix: Path, listen_port: int, replica_ports: list[int],
     snippet = re.sub(r"(?m)^(\s*)listen\s+80;", rf"\1listen 127.0.0.1:{listen_port};", snippet)
     snippet = snippet.replace("/var/log/nginx/attention-explorer.log", str(prefix / "access.log"))
     snippet = snippet.replace("root /srv/streamlit-static;", f"root {static_root};")
-    snippet = snippet.replace("include /srv/streamlit-static/", f"include {static_root}/")
     tmp = prefix / "tmp"
     load = ""
     if BROTLI_MODULE.exists():  # .br beside .gz where Debian's module is installed (deploy/nginx-brotli.conf)

@@ -182,11 +182,7 @@ def test_compose_and_nginx_config_agree():
 def test_rendered_config_passes_nginx_t(tmp_path):
     (tmp_path / "tmp").mkdir()
     conf = tmp_path / "nginx.conf"
-    import precompress_static  # deploy/, on the path with run_local
-
-    static, version = precompress_static.streamlit_static()  # the Link map the static build writes beside the files
-    (tmp_path / precompress_static.PRELOAD_CONF).write_text(precompress_static.preload_conf(static, version))
-    conf.write_text(run_local.render_config(tmp_path, 8080, [8601, 8602, 8603], static_root=tmp_path))
+    conf.write_text(run_local.render_config(tmp_path, 8080, [8601, 8602, 8603]))
     out = subprocess.run([run_local.nginx_binary(), "-t", "-p", str(tmp_path), "-c", str(conf)],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
