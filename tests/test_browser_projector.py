@@ -184,10 +184,17 @@ def test_128_tokens_fill_the_column_with_readable_ticks(server, chromium):
     page.close()
 
 
+# the widest labels: Chinese words (two columns a character) and English cut at 12 characters with "…"
+WIDE_LABELS = "我们今天学习注意力机制 internationalization 变换器模型的多头注意力 counterrevolutionaries 好"
+
+
 @pytest.mark.parametrize("width, height", [(1280, 720), (1440, 900)])
-@pytest.mark.parametrize("n", [12, 60, 128])
+@pytest.mark.parametrize("n", [12, 60, 128, "wide labels"])
 def test_no_heatmap_text_is_covered_or_clipped(server, chromium, width, height, n):
-    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": words(n), "causal": 1}), width, height)
+    """Every tick label, title and caption of the focused head and the tiles inside its chart and the window (the
+    margins are made by the figure builder, not Plotly's automargin), none under the toolbar, none too close."""
+    text = WIDE_LABELS if n == "wide labels" else words(n)
+    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": text, "causal": 1}), width, height)
     for which in ("focus", "heads"):
         page.hover('[data-testid="stPlotlyChart"]' if which == "focus" else '[data-testid="stPlotlyChart"] >> nth=1')
         page.wait_for_timeout(300)

@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from ..records.trace import PATTERN_STAGES, Trace
 from ..text.i18n import N_, _
-from .text_size import display_width, wrap
+from .text_size import display_width, text_px, wrap
 
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"
@@ -205,6 +205,11 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
     angle = 0 if longest * 7 <= width_px / max(1, len(xticks)) else -90
     size = height or (430 if n_rows <= 24 else 520)
+    # Margins made here, not by Plotly's automargin: automargin lays the figure out twice (a third of a
+    # focused head's draw in a browser profile, ~100 ms a click). Left: the widest y label, the tick gap,
+    # the rotated axis title; top: the x labels (vertical: ~7 px a character) and the axis title.
+    x_font, y_font = _tick_font(len(xticks)), _tick_font(len(yticks))
+    left = int(max((text_px(ticks_y[i], y_font) for i in yticks), default=0)) + 30
     layout = dict(
         # automargin: the title pushes the plot down instead of sitting on the top tick labels
         # a caption under the plot, as in a textbook figure (automargin: room is made for it)
@@ -213,15 +218,15 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         # t: room for the key labels (vertical: ~7 px a character) and the axis title; the modebar (the camera
         # alone, chart_config) sits in the top-right corner above the colour bar, where it covers no label
         meta=meta or {}, height=size, plot_bgcolor="#ffffff", font=dict(family=FONT),
-        margin=dict(l=10, r=10, t=(longest * 7 + 8 if angle else 18) + 24, b=10),
+        margin=dict(l=left, r=10, t=(longest * 7 + 8 if angle else 18) + 24, b=10),
         xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
                    ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=4),
-                   tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
-                   tickfont=dict(size=_tick_font(len(xticks)))),
+                   tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=False,
+                   tickfont=dict(size=x_font)),
         yaxis=dict(type="category", tickmode="array", tickvals=[ys[i] for i in yticks],
                    ticktext=[ticks_y[i] for i in yticks], autorange="reversed", title=dict(text=row_title, standoff=4),
-                   showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=True,
-                   tickfont=dict(size=_tick_font(len(yticks)))),
+                   showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=False,
+                   tickfont=dict(size=y_font)),
     )
     if square:  # one cell = one square, the plot shrinks along the longer side (constrain="domain")
         layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
