@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -221,7 +222,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", default="", help="only interactions whose 'case: name' contains one of these "
-                                                   "comma-separated texts")
+                                                   "comma-separated texts (a comma followed by a space belongs to "
+                                                   "the text: 'explorer, 12 tokens: head,causal')")
     parser.add_argument("--quick", action="store_true", help="one repeat of two interactions (CI)")
     parser.add_argument("--compare", type=Path, help="another checkout: each case on it too, interleaved")
     args = parser.parse_args()
@@ -229,7 +231,7 @@ def main() -> int:
         print(f"bench_clicks: cannot run: {missing}", file=sys.stderr)
         return 1
     repeats = 1 if args.quick else args.repeats
-    wanted = args.only.split(",")
+    wanted = re.split(r",(?! )", args.only)  # case names hold ", " (e.g. "explorer, 12 tokens"): not a separator
     cases = [(c, p, q, [(n, a) for n, a in acts if any(w in f"{c}: {n}" for w in wanted)]) for c, p, q, acts in CASES]
     if args.quick:
         cases = [(c, p, q, acts[:2]) for c, p, q, acts in cases[:1]]
