@@ -36,3 +36,10 @@ def _english_system_locale(monkeypatch):
     for name in ("LC_ALL", "LC_MESSAGES"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LANG", "C.UTF-8")
+    from transformer_core.text.i18n import use_language
+
+    # each test starts in English in this thread, whatever an earlier one did (CI once ran test_explain and
+    # test_export after an in-process Chinese export that kept its language; main() now restores it, and
+    # tests/test_cli_i18n.py checks that it does)
+    with use_language("en"):
+        yield

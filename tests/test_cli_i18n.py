@@ -9,6 +9,7 @@ import pytest
 from test_i18n_pages import HAN, english_sentences
 
 from transformer_core.cli.args import language_asked
+from transformer_core.text.i18n import language
 from transformer_core.cli.export import main
 
 BAD = {
@@ -64,3 +65,11 @@ def test_help_in_chinese(capsys):
     assert main(["--lang=zh", "--help"]) == 0
     out = capsys.readouterr().out
     assert "导出注意力图" in out and "填充掩码" in out and "限制，在模型运行前检查" in out
+
+
+def test_a_chinese_export_leaves_the_callers_language_as_it_was(capsys):
+    """main() called from Python (a notebook, a test) sets its language for the call only."""
+    assert language() == "en"
+    main(["--text", "a b", "--format", "csv", "--out", "-", "--lang", "zh"])
+    main(["--text", " ", "--lang", "zh"])
+    assert language() == "en"

@@ -32,7 +32,7 @@ from pathlib import Path
 from ..figures import stage as figures
 from ..records import serialize
 from ..records.trace import Trace
-from ..text.i18n import N_, _, set_language
+from ..text.i18n import N_, _, set_language, use_language
 from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, STDOUT, ExportError,  # noqa: F401
                    UsageError, build_parser, check_image_size, language_asked, resolve_output, split_text)
 from . import moves
@@ -159,9 +159,16 @@ def _message(err: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point; returns the exit code (0 ok, 1 cannot write/render, 2 bad arguments)."""
+    """Command-line entry point; returns the exit code (0 ok, 1 cannot write/render, 2 bad arguments).
+
+    The language it sets (``--lang``, else the system's) is this call's only: the caller's thread gets its
+    own back, so calling ``main`` from Python leaves no Chinese behind."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    set_language(language_asked(argv))  # before parsing: its errors and --help in the asked language
+    with use_language(language_asked(argv)):  # before parsing: its errors and --help in the asked language
+        return _run_main(argv)
+
+
+def _run_main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
         set_language(args.lang)  # titles, captions and axis titles of the figure (transformer_core.text.i18n)
