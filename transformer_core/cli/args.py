@@ -154,7 +154,8 @@ def language_asked(argv: list[str]) -> str:
         if arg == "--lang" and i + 1 < len(argv):
             return argv[i + 1] if argv[i + 1] in LANGUAGES else DEFAULT
         if arg.startswith("--lang="):
-            return arg.split("=", 1)[1] if arg.split("=", 1)[1] in LANGUAGES else DEFAULT
+            code = arg.partition("=")[2]
+            return code if code in LANGUAGES else DEFAULT
     locale = next((os.environ[k] for k in ("LC_ALL", "LC_MESSAGES", "LANG") if os.environ.get(k)), None)
     return from_locale(locale)
 

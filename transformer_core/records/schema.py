@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..text.i18n import N_, _, ngettext
+from ..text.i18n import _, ngettext
 from .trace import PATTERN_STAGES
-from .values import check_numbers, to_float64
+from .values import check_numbers, json_kind as _kind, to_float64
 
 HEAD_DIM_STAGES = ("q", "k", "v", "context")  # [batch, head, pos, d_k]
 ROW_STAGES = ("concat", "projected", "output")  # [batch, pos, features]
@@ -59,16 +59,6 @@ def _where_text(value: object, where: str, limit: int) -> str:
         raise ValueError(_("{where} has {n} characters; at most {limit} are allowed").format(
             where=where, n=f"{len(value):,}", limit=f"{limit:,}"))
     return value
-
-
-_KINDS = {dict: N_("an object"), list: N_("a list"), str: N_("text"), bool: N_("true/false"), type(None): N_("null"),
-          int: N_("a number"), float: N_("a number")}
-
-
-def _kind(value: object) -> str:
-    """What a JSON value is, in words of the current language (``"a list"``, ``"一个列表"``)."""
-    kind = _KINDS.get(type(value))
-    return _(kind) if kind else type(value).__name__
 
 
 def _whole(value: object, where: str, low: int, high: int) -> int:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..text.i18n import _
+from ..text.i18n import N_, _
 
 MAX_MAGNITUDE = 1e15  # (1e15)² × 8192 dimensions ≈ 8e33 < float32's 3.4e38
 ROW_SUM_TOLERANCE = 1e-3  # float32 softmax over 512 keys is off by ~1e-5 at most
@@ -38,13 +38,21 @@ def _shown(value: float) -> str:
     return "NaN" if np.isnan(value) else f"{value:g}"
 
 
+_KINDS = {dict: N_("an object"), list: N_("a list"), str: N_("text"), bool: N_("true/false"), type(None): N_("null"),
+          int: N_("a number"), float: N_("a number")}
+
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in words of the current language (``"a list"``, ``"一个列表"``)."""
+    kind = _KINDS.get(type(value))
+    return _(kind) if kind else type(value).__name__
+
+
 def _describe(value: object) -> str:
+    """A value found in a stage's data where a number belongs: text is quoted, anything else named."""
     if isinstance(value, str):
         return _("the text {text!r}").format(text=value[:20])
-    if isinstance(value, bool):
-        return _("true/false")
-    kind = {type(None): "null", list: "a list", dict: "an object"}.get(type(value))
-    return _(kind) if kind else type(value).__name__
+    return json_kind(value)
 
 
 def to_float64(name: str, data: object, shape: tuple[int, ...]) -> np.ndarray:
