@@ -95,8 +95,15 @@ def test_panel_on_the_explorer_follows_the_url_and_the_pickers():
     assert not at.exception
     trace = run_toy(["the cat sat on the mat"], EncoderConfig(d_model=64, n_heads=8), causal=True)
     e = explain_cell(trace, batch=0, head=3, query=4, key=2)
-    assert f"= {e.score:.4f}" in _latex(at) and f"= {e.weight:.4f}" in _latex(at)
+    assert f"= {e.score:.4f}" in _latex(at)  # the first tab, "1 · Score", is open
     assert any(f"{e.max_diff:.1e} ✓" in c.value for c in at.caption)
+    # only the open tab's step is built and sent: the softmax step's formula and table are not there yet
+    assert f"= {e.weight:.4f}" not in _latex(at) and not any("Sum of exp" in c.value for c in at.caption)
+    at.session_state["explorer_explain_step"] = "3 · Softmax"
+    at.run()
+    assert f"= {e.weight:.4f}" in _latex(at) and any("Sum of exp" in c.value for c in at.caption)
+    assert r"q_{4} \cdot k_{2}" not in _latex(at) and len(at.dataframe) == 2  # the token table and the row's table
+    at.session_state["explorer_explain_step"] = "2 · Mask"
     at.selectbox(key="explorer_k").set_value(5).run()  # key after the query: blocked by the causal mask
     assert at.query_params["k"] == "5"
     assert any("may not attend" in m.value and "causal mask" in m.value for m in at.markdown)

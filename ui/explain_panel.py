@@ -14,9 +14,10 @@ import streamlit as st
 from transformer_core.analysis.explain import TOLERANCE, explain_cell
 from transformer_core.records.trace import Trace
 
-from .markdown import plain
 from . import fragments, tutorial_lines
-from .i18n import N_, _, tabs as translated_tabs
+from .i18n import N_, _
+from .i18n import tabs as translated_tabs
+from .markdown import plain
 from .numbers import number
 from .state import bind_url
 
@@ -78,72 +79,90 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
 def _steps(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int, key_prefix: str) -> None:
     """The four steps of :func:`show`, one tab open at a time."""
     tokens = trace.tokens[batch]
-    n = len(tokens)
     e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
     qi, kj = plain(f"{query}: {tokens[query]}"), plain(f"{key}: {tokens[key]}")  # user text: never Markdown
-    # keyed tabs (lazy; the open one survives a language switch), names translated
-    score, mask, soft, ctx = translated_tabs([N_("Score"), N_("Mask"), N_("Softmax"), N_("Context")],
-                                             key=f"{key_prefix}explain_step",
-                                             format_label=lambda i, label: f"{i + 1} · {label}")
-    with score:
-        tutorial_lines.show("scores")
-        st.latex(rf"s_{{{query},{key}}} = \frac{{q_{{{query}}} \cdot k_{{{key}}}}}{{\sqrt{{d_k}}}}"
-                 rf" = \frac{{{number(e.dot, '.4f')}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{number(e.dot, '.4f')}}}{{{number(e.scale, '.4f')}}} = {number(e.score, '.4f')}")
-        # one row per dimension (reads down, never sideways at d_k = 64); text, not a Styler (cheap to send)
-        qk = pd.DataFrame({f"q ({query}: {tokens[query]})": e.q, f"k ({key}: {tokens[key]})": e.k, "q × k": e.products},
-                          index=[f"d{d}" for d in range(e.d_k)])
-        st.dataframe(qk.map(lambda v: f"{number(v, '.4f')}"), key=f"{key_prefix}explain_qk", height=min(320, 38 + 35 * e.d_k))
-        st.caption(_("Sum of the {d_k} products = {dot}; divided by √{d_k} = {scale}. The raw-scores figure shows "
-                     "{captured}.").format(d_k=e.d_k, dot=number(e.dot, ".4f"), scale=number(e.scale, ".4f"),
-                                           captured=number(e.captured_score, ".4f")))
-    with mask:
-        tutorial_lines.show("masked_scores")
-        if e.visible:
-            st.markdown(_("Query {q} **may attend** to key {k}: the score stays {score}.").format(
-                q=qi, k=kj, score=number(e.score, ".4f")))
-        else:
-            st.markdown(_("Query {q} **may not attend** to key {k} ({why}): the masked score is **−∞**, so its weight "
-                          "is exactly 0.").format(q=qi, k=kj, why=e.why.removeprefix(_("blocked — "))))
-        st.caption(_("Mask convention: True = may attend. This row sees {seen} of {n} keys.").format(
-            seen=int(e.row_visible.sum()), n=n))
-    with soft:
-        tutorial_lines.show("weights")
-        if e.empty_row:
-            st.markdown(_("Query {q} sees **no key at all**: softmax over nothing is undefined (−∞ everywhere gives "
-                          "NaN), so this app sets every weight of the row to exactly 0 and its context to 0.").format(q=qi))
-        else:
-            st.latex(rf"w_{{{query},{key}}} = \frac{{e^{{s_{{{query},{key}}} - m}}}}{{\sum_j e^{{s_{{{query},j}} - m}}}}"
-                     rf" = \frac{{{number(e.exps[key], '.4f')}}}{{{number(e.exp_sum, '.4f')}}} = {number(e.weight, '.4f')}, \quad m = {number(e.row_max, '.4f')}")
-            st.caption(_("m is the row's largest visible score. Subtracting it changes no weight (it cancels in the "
-                         "fraction) but keeps every exp ≤ 1, so nothing overflows."))
-        rows = pd.DataFrame({
-            _("key"): [f"{j}: {t}" for j, t in enumerate(tokens)],
-            _("visible"): e.row_visible,
-            _("score"): [_num(s) for s in e.row_scores],
-            _("masked score"): [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)],
-            "exp(score − m)": [f"{number(x, '.4f')}" for x in e.exps],
-            _("weight"): [f"{number(w, '.4f')}" for w in e.row_weights],
-        })
-        st.dataframe(rows, hide_index=True, key=f"{key_prefix}explain_row", height=min(320, 38 + 35 * n))
-        st.caption(_("Sum of exp = {total}; the weights add up to {sum}. The weights figure shows {captured} for this "
-                     "cell.").format(total=number(e.exp_sum, ".4f"), sum=number(e.row_weights.sum(), ".4f"),
-                                     captured=number(e.captured_weight, ".4f")))
-    with ctx:
-        tutorial_lines.show("context")
-        order = np.argsort(-e.row_weights)[:TOP_KEYS]
-        st.latex(rf"c_{{{query}}} = \sum_j w_{{{query},j}}\, v_j")
-        top = pd.DataFrame({_("key"): [f"{j}: {tokens[j]}" for j in order],
-                            _("weight"): [f"{number(e.row_weights[j], '.4f')}" for j in order],
-                            _("‖w·v‖ (size of its share)"): [f"{number(np.linalg.norm(e.contributions[j]), '.4f')}" for j in order]})
-        st.dataframe(top, hide_index=True, key=f"{key_prefix}explain_top")
-        shown = min(8, e.d_k)
-        st.caption(_("Context of query {q}, first {shown} of {d_k} numbers: {numbers}. Same as the context figure's "
-                     "row.").format(q=qi, shown=shown, d_k=e.d_k, numbers=", ".join(
-                         f"{number(x, '.4f')}" for x in e.context[:shown]) + (" …" if e.d_k > shown else "")))
+    # keyed tabs, names translated; the open one survives a language switch. Only the open tab's step is built and
+    # sent (``.open``): the others' tables and formulas would cost every rerun, and a first visit the table and
+    # KaTeX bundles, for tabs nobody has opened
+    tabs = translated_tabs([N_("Score"), N_("Mask"), N_("Softmax"), N_("Context")], key=f"{key_prefix}explain_step",
+                           format_label=lambda i, label: f"{i + 1} · {label}")
+    for tab, step in zip(tabs, (_score_step, _mask_step, _softmax_step, _context_step)):
+        if tab.open:
+            with tab:
+                step(e, tokens, query=query, key=key, qi=qi, kj=kj, key_prefix=key_prefix)
     ok = "✓" if e.max_diff <= TOLERANCE else "✗"
     st.caption(_("Every number above is recomputed from the captured Q, K and V. Largest difference from the captured "
                  "scores, weights and context: {diff} {ok} (limit {limit}).").format(
                      diff=f"{e.max_diff:.1e}", ok=ok, limit=f"{TOLERANCE:.0e}"))
+
+
+def _score_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix: str) -> None:
+    """Step 1: the scaled dot product q·k / √d_k, one row per dimension."""
+    tutorial_lines.show("scores")
+    st.latex(rf"s_{{{query},{key}}} = \frac{{q_{{{query}}} \cdot k_{{{key}}}}}{{\sqrt{{d_k}}}}"
+             rf" = \frac{{{number(e.dot, '.4f')}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{number(e.dot, '.4f')}}}{{{number(e.scale, '.4f')}}} = {number(e.score, '.4f')}")
+    # one row per dimension (reads down, never sideways at d_k = 64); text, not a Styler (cheap to send)
+    qk = pd.DataFrame({f"q ({query}: {tokens[query]})": e.q, f"k ({key}: {tokens[key]})": e.k, "q × k": e.products},
+                      index=[f"d{d}" for d in range(e.d_k)])
+    st.dataframe(qk.map(lambda v: f"{number(v, '.4f')}"), key=f"{key_prefix}explain_qk", height=min(320, 38 + 35 * e.d_k))
+    st.caption(_("Sum of the {d_k} products = {dot}; divided by √{d_k} = {scale}. The raw-scores figure shows "
+                 "{captured}.").format(d_k=e.d_k, dot=number(e.dot, ".4f"), scale=number(e.scale, ".4f"),
+                                       captured=number(e.captured_score, ".4f")))
+
+
+def _mask_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix: str) -> None:
+    """Step 2: may the query attend to the key (the masks), and what that does to the score."""
+    n = len(tokens)
+    tutorial_lines.show("masked_scores")
+    if e.visible:
+        st.markdown(_("Query {q} **may attend** to key {k}: the score stays {score}.").format(
+            q=qi, k=kj, score=number(e.score, ".4f")))
+    else:
+        st.markdown(_("Query {q} **may not attend** to key {k} ({why}): the masked score is **−∞**, so its weight "
+                      "is exactly 0.").format(q=qi, k=kj, why=e.why.removeprefix(_("blocked — "))))
+    st.caption(_("Mask convention: True = may attend. This row sees {seen} of {n} keys.").format(
+        seen=int(e.row_visible.sum()), n=n))
+
+
+def _softmax_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix: str) -> None:
+    """Step 3: the row's softmax, with the largest score subtracted."""
+    n = len(tokens)
+    tutorial_lines.show("weights")
+    if e.empty_row:
+        st.markdown(_("Query {q} sees **no key at all**: softmax over nothing is undefined (−∞ everywhere gives "
+                      "NaN), so this app sets every weight of the row to exactly 0 and its context to 0.").format(q=qi))
+    else:
+        st.latex(rf"w_{{{query},{key}}} = \frac{{e^{{s_{{{query},{key}}} - m}}}}{{\sum_j e^{{s_{{{query},j}} - m}}}}"
+                 rf" = \frac{{{number(e.exps[key], '.4f')}}}{{{number(e.exp_sum, '.4f')}}} = {number(e.weight, '.4f')}, \quad m = {number(e.row_max, '.4f')}")
+        st.caption(_("m is the row's largest visible score. Subtracting it changes no weight (it cancels in the "
+                     "fraction) but keeps every exp ≤ 1, so nothing overflows."))
+    rows = pd.DataFrame({
+        _("key"): [f"{j}: {t}" for j, t in enumerate(tokens)],
+        _("visible"): e.row_visible,
+        _("score"): [_num(s) for s in e.row_scores],
+        _("masked score"): [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)],
+        "exp(score − m)": [f"{number(x, '.4f')}" for x in e.exps],
+        _("weight"): [f"{number(w, '.4f')}" for w in e.row_weights],
+    })
+    st.dataframe(rows, hide_index=True, key=f"{key_prefix}explain_row", height=min(320, 38 + 35 * n))
+    st.caption(_("Sum of exp = {total}; the weights add up to {sum}. The weights figure shows {captured} for this "
+                 "cell.").format(total=number(e.exp_sum, ".4f"), sum=number(e.row_weights.sum(), ".4f"),
+                                 captured=number(e.captured_weight, ".4f")))
+
+
+def _context_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix: str) -> None:
+    """Step 4: the context, the weighted sum of the values; the keys with the largest weights."""
+    tutorial_lines.show("context")
+    order = np.argsort(-e.row_weights)[:TOP_KEYS]
+    st.latex(rf"c_{{{query}}} = \sum_j w_{{{query},j}}\, v_j")
+    top = pd.DataFrame({_("key"): [f"{j}: {tokens[j]}" for j in order],
+                        _("weight"): [f"{number(e.row_weights[j], '.4f')}" for j in order],
+                        _("‖w·v‖ (size of its share)"): [f"{number(np.linalg.norm(e.contributions[j]), '.4f')}" for j in order]})
+    st.dataframe(top, hide_index=True, key=f"{key_prefix}explain_top")
+    shown = min(8, e.d_k)
+    st.caption(_("Context of query {q}, first {shown} of {d_k} numbers: {numbers}. Same as the context figure's "
+                 "row.").format(q=qi, shown=shown, d_k=e.d_k, numbers=", ".join(
+                     f"{number(x, '.4f')}" for x in e.context[:shown]) + (" …" if e.d_k > shown else "")))
 
 
 def show_position(steps: dict, tokens, *, key: str = "pipeline_pos") -> None:
