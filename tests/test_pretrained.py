@@ -334,6 +334,31 @@ def test_run_minilm_rejects_bad_max_tokens(max_tokens):
         run_minilm(["hello"], max_tokens=max_tokens)
 
 
+@needs_minilm
+@pytest.mark.parametrize("layer", [0, 3, 5])
+def test_run_minilm_first_layers_only(layer):
+    """``n_layers`` stops after layer ``n_layers - 1``: that layer's stages are those of the whole run, bit for bit,
+    and no later layer is computed (the page's one-layer view costs (layer + 1) / 6 of a run)."""
+    from transformer_core.models.minilm_trace import run_minilm
+
+    sentences = ["The cat sat on the mat.", "Dogs bark."]
+    whole = run_minilm(sentences)
+    part = run_minilm(sentences, n_layers=layer + 1)
+    assert {int(k.split(".")[1]) for k in part.stages if k.startswith("layers.")} == set(range(layer + 1))
+    for name, value in whole.stages.items():
+        if name == "embeddings" or int(name.split(".")[1]) <= layer:
+            np.testing.assert_array_equal(part.stages[name], value, err_msg=name)
+
+
+@needs_minilm
+@pytest.mark.parametrize("n_layers", [0, 7, -1, 1.5, True])
+def test_run_minilm_rejects_bad_n_layers(n_layers):
+    from transformer_core.models.minilm_trace import run_minilm
+
+    with pytest.raises(ValueError, match="n_layers"):
+        run_minilm(["hello"], n_layers=n_layers)
+
+
 # --- threads ------------------------------------------------------------------------------------
 
 

@@ -97,7 +97,7 @@ def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace
 
     prefix = f"layers.{layer}.attention."
     with st.spinner(_("Running MiniLM-L6 …")):
-        return run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
+        return run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS, n_layers=layer + 1,
                           only=lambda name: name.startswith(prefix) and name[len(prefix):] in SHOWN_STAGES)
 
 

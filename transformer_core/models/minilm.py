@@ -94,9 +94,15 @@ class MiniLM(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.n_layers))
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Raises ``ValueError`` for a non-2-D ``input_ids``, more than 512 positions, or a
-        mask / token-type shape that differs from ``input_ids``'."""
+                token_type_ids: torch.Tensor | None = None, n_layers: int | None = None) -> torch.Tensor:
+        """``n_layers`` (default: all 6) runs only the first layers and returns the hidden state after
+        the last of them: what a view of layer ``i`` needs is computed by ``n_layers = i + 1``.
+
+        Raises ``ValueError`` for a non-2-D ``input_ids``, more than 512 positions, a mask /
+        token-type shape that differs from ``input_ids``', or ``n_layers`` outside 1…6."""
+        if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int)
+                                     or not 1 <= n_layers <= len(self.layers)):
+            raise ValueError(f"n_layers must be an integer in [1, {len(self.layers)}], got {n_layers!r}")
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [batch, pos], got shape {tuple(input_ids.shape)}")
         if input_ids.size(1) > self.embeddings.max_positions:
@@ -109,7 +115,7 @@ class MiniLM(nn.Module):
         mask = None  # every key visible; an all-ones attention_mask means the same and skips two masked_fills a layer
         if attention_mask is not None and not bool(attention_mask.all()):
             mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, key_pos], True = may attend
-        for layer in self.layers:
+        for layer in self.layers[:n_layers]:
             x = layer(x, mask)
         return x
 

@@ -16,7 +16,7 @@ from .toy import build_mask
 
 
 def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 128,
-               only: Callable[[str], bool] | None = None) -> Trace:
+               only: Callable[[str], bool] | None = None, n_layers: int | None = None) -> Trace:
     """Run MiniLM-L6 on ``sentences`` and capture every stage of all 6 layers.
 
     Each sentence goes through :func:`~transformer_core.text.tokenize.normalize_text` (NFC, control
@@ -34,9 +34,11 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
     Stages: ``embeddings`` ``[batch, pos, 384]`` and ``layers.{i}.attention.*``,
     ``layers.{i}.feed_forward.{hidden,output}`` for i in 0…5, float32 NumPy arrays; ``only`` (a
     predicate on those names, see :func:`~transformer_core.nn.hooks.capture`) keeps just some of them.
+    ``n_layers`` (1…6, default all) runs only the first layers: later layers' stages are not computed
+    (a view of layer ``i`` needs ``n_layers = i + 1``; layer 0 alone costs a sixth of the run).
 
     Raises:
-        ValueError: no sentence has a token, or ``max_tokens`` is not in 2…512.
+        ValueError: no sentence has a token, ``max_tokens`` is not in 2…512, or ``n_layers`` not in 1…6.
         PretrainedUnavailable: the MiniLM package is missing or its files are corrupt.
     """
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 2 <= max_tokens <= MAX_POSITIONS:
@@ -69,7 +71,7 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
     mask = build_mask(batch, causal=False, padding=padding)  # [batch, 1, query_pos, key_pos] or None
 
     with torch.no_grad(), capture(model, only) as stages:
-        model(input_ids, attention_mask)
+        model(input_ids, attention_mask, n_layers=n_layers)
     return Trace(
         tokens=batch.tokens, lengths=batch.lengths, truncated=batch.truncated,
         mask=None if mask is None else mask.numpy(),
