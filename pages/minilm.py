@@ -9,7 +9,6 @@ from functools import partial
 
 import streamlit as st
 
-from transformer_core.figures import stage as figures
 from transformer_core.figures.overview import overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
 from ui import callbacks, fragments, head_parts, state, views
@@ -74,9 +73,6 @@ overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=
 color = moves.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
 overview = moves.overview(overview, trace, sentences, settings.padding, batch, hide_keys is not None, color)
 ablation.click_toggle("minilm_")
-st.plotly_chart(overview, key="minilm_overview", on_select=ablation.tile_callback("minilm_overview", open_head, "minilm_"),
-                selection_mode="points",
-                config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[batch])))
 if (pool := overview.layout.meta["pool"]) > 1:
     st.caption(_("Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of tokens. "
                  "The open head below shows every token.").format(pool=pool))
@@ -110,8 +106,10 @@ elif padded:
 if hide_keys is not None:
     st.caption(_("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                  "the missing part went to [CLS], [SEP] and [PAD]."))
-# a stage, layer, head, cell, tile or tab click reruns only the head view (ui/fragments.py)
-fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, batch, hide_keys, N_LAYERS, N_HEADS)
+# the overview and the head view are one part: a tile, stage, layer, head, cell or tab click reruns only them
+# (ui/fragments.py); the notes above are about the overview
+fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, batch, hide_keys, N_LAYERS, N_HEADS,
+               overview=overview)
 
 st.subheader(_("Per-head statistics"))
 st.caption(_("Sentence {b}, averaged over its {n} real query rows. Click a column header to sort; select a row to open "

@@ -140,3 +140,34 @@ def test_causal_head_reruns_only_the_head_view(app):
     assert b"Mask the future" in sent
     page.close()
 
+
+
+def click_tile(index: int):
+    """Click the centre of overview tile ``index`` (its transparent marker; layer-major: layer = index // 12)."""
+    def act(page):
+        x, y = page.evaluate("""(i) => {
+            const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+                .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'overview');
+            const p = d.querySelectorAll('.scatterlayer .point')[i];
+            p.scrollIntoView({block: 'center'});
+            const r = p.getBoundingClientRect();
+            return [r.left + r.width / 2, r.top + r.height / 2]; }""", index)
+        page.mouse.click(x, y)
+    return act
+
+
+def test_minilm_tile_reruns_the_overview_and_head_view_only(app):
+    page, frames = open_page(app, "/minilm", text=TWELVE)
+    stats = "[data-testid='stDataFrame']"
+    stats_before = page.evaluate(OUTSIDE, stats)
+    sent = sent_after(page, frames, click_tile(2 * 12 + 5), focus_is("weights", 5, 2))
+    assert SIDEBAR not in sent and b"Per-head statistics" not in sent
+    assert page.evaluate(OUTSIDE, stats)[:1] == stats_before[:1]
+    # clicks that ablate: the ablation section below reads the ablated heads, so the whole page reruns
+    page.get_by_test_id("stCheckbox").filter(has_text="Click tiles to ablate heads").locator("label").click()
+    wait_idle(page)
+    sent = sent_after(page, frames, click_tile(3 * 12 + 7),
+                      "() => document.body.innerText.includes('L3H7')")
+    assert SIDEBAR in sent
+    assert page.evaluate(FOCUS) == ["weights", 5, 2]  # the open head stays
+    page.close()

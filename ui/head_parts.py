@@ -11,20 +11,33 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+import plotly.graph_objects as go
+
+from transformer_core.figures.stage import chart_config, figure_filename
 from transformer_core.records.trace import Trace
 
-from . import fragments, head_view, views
+from . import ablation, fragments, head_view, views
 from . import minilm_moves as moves
 from .i18n import _
 
 
 def minilm(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide_keys: np.ndarray | None,
-           n_layers: int, n_heads: int) -> None:
-    """MiniLM's head view of the open layer (computed here, from the cache). ``trace``: the page's tokens and mask."""
+           n_layers: int, n_heads: int, overview: go.Figure) -> None:
+    """MiniLM's overview of every head (``overview``, built by the page), then the head view of the open layer
+    (computed here, from the cache). ``trace``: the page's tokens and mask.
+
+    A click on a tile opens its head by rerunning only this part. With "Click tiles to ablate heads" on, the click
+    changes the ablated heads that the page's ablation section reads: then the whole page reruns."""
+    st.plotly_chart(overview, key="minilm_overview", selection_mode="points",
+                    on_select=ablation.tile_callback("minilm_overview", dict(
+                        layer_key="minilm_layer", head_key="minilm_head", n_heads=n_heads), "minilm_"),
+                    config=chart_config(figure_filename("overview", None, None, trace.tokens[batch])))
     stage, _batch, layer, head, fixed, all_large = head_view.controls(n_heads, "minilm_", n_layers=n_layers,
                                                                       stages=moves.MINILM_STAGES)
-    # the overview above draws the norms stage; the token-pair section below follows a clicked cell
-    fragments.follow("minilm", norms=stage == "norms", cell=head_view.chosen_cell(trace, batch, "minilm_"))
+    # the overview draws the norms stage (built by the page); the token-pair section below follows a clicked cell,
+    # the ablation section the heads a tile click ablates
+    fragments.follow("minilm", norms=stage == "norms", cell=head_view.chosen_cell(trace, batch, "minilm_"),
+                     ablated=tuple(st.session_state.get("minilm_ablate") or ()))
     layer_trace = moves.layer_trace(sentences, padding, layer, stage)  # with ‖α·f(x)‖ when stage=norms
     head_view.show(layer_trace, batch=batch, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
                    key_prefix="minilm_", hide_keys=hide_keys, title_prefix=_("layer {layer} · ").format(layer=layer),
