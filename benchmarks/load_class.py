@@ -20,8 +20,10 @@ other session's words (a cross-session leak) and for its own (every page shows i
 
 Prints per configuration: sessions, errors (exceptions, failed runs, timeouts, lost websockets),
 leaks, reruns, p50/p95/max server rerun time (send → script_finished: server time only, no
-browser drawing), CPU-ms per rerun (all replicas' CPU over the run / reruns), RSS per replica over
-time, and the 1-minute load average; and a Markdown table at the end (docs/deploy.md).
+browser drawing), CPU-ms per rerun (all replicas' CPU over the run / reruns), the CPU the replicas, this
+load client and the whole machine used (in cores: the client shares the machine and competes with the
+replicas), RSS per replica over time, and the 1-minute load average; and a Markdown table at the end
+(docs/deploy.md).
 Replicas are started with deploy/run_local.py (nginx in front, even for one replica).
 """
 from __future__ import annotations
@@ -99,6 +101,7 @@ class Stats:
         self.leaks: list[str] = []
         self.actions: dict[str, int] = {}
         self.sessions = 0  # sessions opened and closed (more than the seats with --life)
+        self.client_cores = self.machine_cores = float("nan")  # CPU used, in cores (of os.cpu_count())
 
 
 async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: float,
@@ -208,6 +211,8 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
     stats = Stats()
     procs = [psutil.Process(p) for p in pids]
     cpu0 = sum(p.cpu_times().user + p.cpu_times().system for p in procs)
+    me, machine0 = psutil.Process(), psutil.cpu_times()
+    me0 = me.cpu_times().user + me.cpu_times().system
     t0 = time.time()
     stop_at = t0 + ramp + duration
     samples = []
@@ -225,6 +230,11 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
     await asyncio.gather(*(delayed(i) for i in range(n)))
     cpu = sum(p.cpu_times().user + p.cpu_times().system for p in procs) - cpu0
     wall = time.time() - t0
+    machine1 = psutil.cpu_times()
+    busy = sum(machine1) - sum(machine0) - (machine1.idle - machine0.idle) - (machine1.iowait - machine0.iowait)
+    # the load client (this process) and the whole machine, in cores: does the client compete with the replicas?
+    stats.client_cores = (me.cpu_times().user + me.cpu_times().system - me0) / wall
+    stats.machine_cores = busy / wall
     samples.append((wall, [p.memory_info().rss / 2**20 for p in procs], os.getloadavg()[0]))
     await asyncio.sleep(after)  # sessions closed: does memory come back?
     smp.cancel()
@@ -278,7 +288,8 @@ def main() -> None:
                            cpu_ms=1000 * cpu / max(1, len(stats.reruns) + len(stats.opens)),
                            rss=" / ".join(f"{a:.0f}→{b:.0f}→{e:.0f}"
                                           for a, b, e in zip(rss_start, rss_peak, rss_end)),
-                           load=load)
+                           load=load, replica_cores=cpu / wall, client_cores=stats.client_cores,
+                           machine_cores=stats.machine_cores)
                 rows.append(row)
                 print(f"\n== {replicas} replica(s), {n} sessions at once ({stats.sessions} in all), {wall:.0f} s: "
                       f"{len(stats.reruns)} reruns "
@@ -286,6 +297,8 @@ def main() -> None:
                 print(f"   errors {len(stats.errors)}, leaks {len(stats.leaks)}; open p50 {row['open_p50']:.2f} s; "
                       f"rerun p50 {row['p50']:.2f} s, p95 {row['p95']:.2f} s, max {row['max']:.2f} s; "
                       f"CPU {row['cpu_ms']:.0f} ms/run; load avg (1 min, peak) {load:.1f}")
+                print(f"   CPU in cores (of {os.cpu_count()}): replicas {row['replica_cores']:.2f}, this load client "
+                      f"{row['client_cores']:.2f}, whole machine {row['machine_cores']:.2f}")
                 for e in (stats.errors + stats.leaks)[:10]:
                     print("   !", e)
                 step = max(1, len(samples) // 40)
@@ -296,11 +309,13 @@ def main() -> None:
             if ctx:
                 ctx.__exit__(None, None, None)
     print("\n| replicas | sessions | run (s) | reruns | errors | leaks | open p50 (s) | rerun p50 (s) | "
-          "rerun p95 (s) | max (s) | CPU ms/run | RSS MB per replica start→peak→end | load avg (peak) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "rerun p95 (s) | max (s) | CPU ms/run | cores: replicas / client / machine | "
+          "RSS MB per replica start→peak→end | load avg (peak) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['replicas']} | {r['sessions']} | {r['seconds']} | {r['reruns']} | {r['errors']} | {r['leaks']} | "
               f"{r['open_p50']:.2f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['max']:.2f} | {r['cpu_ms']:.0f} | "
+              f"{r['replica_cores']:.2f} / {r['client_cores']:.2f} / {r['machine_cores']:.2f} | "
               f"{r['rss']} | {r['load']:.1f} |")
 
 

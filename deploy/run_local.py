@@ -38,6 +38,10 @@ BROTLI_MODULE = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
 # Streamlit's static files compressed once (deploy/precompress_static.py); in the temp folder because nginx's
 # workers run as an unprivileged user when started as root, and must read them.
 STATIC_CACHE = Path(tempfile.gettempdir()) / "attention-explorer-static"
+# One PyTorch thread per replica (compose.yaml sets the same). A replica per core already uses the cores; torch's
+# default of one thread per core made the replicas' threads compete and spin: a class of 60 on 2 replicas used
+# 70 → 55 ms of CPU per rerun and p95 2.23 → 1.85 s with it (docs/deploy.md).
+REPLICA_ENV = {"OMP_NUM_THREADS": "1"}
 
 
 def nginx_binary() -> str | None:
@@ -183,7 +187,7 @@ def cluster(replicas: int = 2, port: int | None = None, replica_ports: list[int]
                 [python, "-m", "streamlit", "run", "app.py", "--server.port", str(p),
                  "--server.address", "127.0.0.1", "--server.headless", "true",
                  "--browser.gatherUsageStats", "false"],
-                cwd=ROOT, env={**os.environ, "STREAMLIT_SERVER_COOKIE_SECRET": secret},
+                cwd=ROOT, env={**os.environ, **REPLICA_ENV, "STREAMLIT_SERVER_COOKIE_SECRET": secret},
                 stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
             started.append(Replica(p, proc, log))
         for r in started:
@@ -200,7 +204,7 @@ def cluster(replicas: int = 2, port: int | None = None, replica_ports: list[int]
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: healthy(f"{url}/lb-health"), 20, "nginx", dead=lambda: ngx.poll() is not None)
         yield Cluster(url, started, ngx, prefix,
-                      extra={"env": {**os.environ, "STREAMLIT_SERVER_COOKIE_SECRET": secret}})
+                      extra={"env": {**os.environ, **REPLICA_ENV, "STREAMLIT_SERVER_COOKIE_SECRET": secret}})
     finally:
         _stop(ngx, signal.SIGQUIT)
         for r in started:

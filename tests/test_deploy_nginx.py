@@ -106,6 +106,9 @@ def check_runs(runs, own: str, others: list[str]) -> None:
 @needs_nginx
 def test_sticky_sessions_and_failover():
     with run_local.cluster(2, timeout=120) as c:
+        import psutil
+        for r in c.replicas:  # one PyTorch thread per replica (run_local.REPLICA_ENV)
+            assert psutil.Process(r.proc.pid).environ().get("OMP_NUM_THREADS") == "1"
         cookies = route_cookies(c, per_replica=2)
         plan = [(i, ck, marker()) for i, cks in cookies.items() for ck in cks]
         words = [w for _, _, w in plan]
@@ -161,6 +164,8 @@ def test_compose_and_nginx_config_agree():
         assert "8501" in [str(p) for p in app["expose"]]
         assert "/_stcore/health" in " ".join(app["healthcheck"]["test"])
         assert "STREAMLIT_SERVER_COOKIE_SECRET" in app["environment"]
+        for name, value in run_local.REPLICA_ENV.items():  # compose and the local cluster run replicas alike
+            assert str(app["environment"].get(name)) == value, (name, app["environment"].get(name))
         assert app["build"]["context"] == ".." and (ROOT / app["build"]["dockerfile"]).exists()
     ngx = services["nginx"]
     assert "./nginx.conf:/etc/nginx/conf.d/default.conf:ro" in ngx["volumes"]
