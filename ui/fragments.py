@@ -5,9 +5,10 @@ only the part: the sidebar, the overview and the tables elsewhere on the page st
 server builds and sends only what the part draws. Anything else (the sidebar, a new sentence) reruns the whole
 page, which runs the part too, with the page's new values.
 
-When the rest of the page reads a value that a click inside the part can change (the MiniLM overview follows
-the open stage, its token-pair section the clicked cell), the part names it with :func:`follow`: if a click
-changed it, the whole page reruns at once, so nothing on screen is left behind.
+When the rest of the page reads a value that a click inside the part can change (the MiniLM overview, drawn in
+the part but built by the page, follows the open stage; its token-pair section the clicked cell; its ablation
+section the heads a tile click ablates), the part names it with :func:`follow`: if a click changed it, the whole
+page reruns at once, so nothing on screen is left behind.
 """
 from __future__ import annotations
 
