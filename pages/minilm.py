@@ -109,7 +109,7 @@ if hide_keys is not None:
 # the overview and the head view are one part: a tile, stage, layer, head, cell or tab click reruns only them
 # (ui/fragments.py); the notes above are about the overview
 fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, batch, hide_keys, N_LAYERS, N_HEADS,
-               overview=overview)
+               overview=overview, open_head=open_head)
 
 st.subheader(_("Per-head statistics"))
 st.caption(_("Sentence {b}, averaged over its {n} real query rows. Click a column header to sort; select a row to open "

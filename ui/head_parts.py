@@ -9,9 +9,8 @@ tables, tests/test_callbacks_hold_no_run.py). They are given traces (shared with
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
-
 import plotly.graph_objects as go
+import streamlit as st
 
 from transformer_core.figures.stage import chart_config, figure_filename
 from transformer_core.records.trace import Trace
@@ -22,15 +21,15 @@ from .i18n import _
 
 
 def minilm(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide_keys: np.ndarray | None,
-           n_layers: int, n_heads: int, overview: go.Figure) -> None:
+           n_layers: int, n_heads: int, overview: go.Figure, open_head: dict) -> None:
     """MiniLM's overview of every head (``overview``, built by the page), then the head view of the open layer
-    (computed here, from the cache). ``trace``: the page's tokens and mask.
+    (computed here, from the cache). ``trace``: the page's tokens and mask; ``open_head``: the session keys a tile
+    click sets (``layer_key``, ``head_key``, ``n_heads``).
 
     A click on a tile opens its head by rerunning only this part. With "Click tiles to ablate heads" on, the click
     changes the ablated heads that the page's ablation section reads: then the whole page reruns."""
     st.plotly_chart(overview, key="minilm_overview", selection_mode="points",
-                    on_select=ablation.tile_callback("minilm_overview", dict(
-                        layer_key="minilm_layer", head_key="minilm_head", n_heads=n_heads), "minilm_"),
+                    on_select=ablation.tile_callback("minilm_overview", open_head, "minilm_"),
                     config=chart_config(figure_filename("overview", None, None, trace.tokens[batch])))
     stage, _batch, layer, head, fixed, all_large = head_view.controls(n_heads, "minilm_", n_layers=n_layers,
                                                                       stages=moves.MINILM_STAGES)
