@@ -230,6 +230,9 @@ def main() -> int:
     if (missing := chromium_missing()):
         print(f"bench_clicks: cannot run: {missing}", file=sys.stderr)
         return 1
+    if args.compare is not None and not (args.compare / "app.py").is_file():
+        print(f"bench_clicks: --compare {args.compare}: not a checkout of this app (no app.py there)", file=sys.stderr)
+        return 2
     repeats = 1 if args.quick else args.repeats
     wanted = re.split(r",(?! )", args.only)  # case names hold ", " (e.g. "explorer, 12 tokens"): not a separator
     cases = [(c, p, q, [(n, a) for n, a in acts if any(w in f"{c}: {n}" for w in wanted)]) for c, p, q, acts in CASES]

@@ -85,6 +85,9 @@ def main() -> int:
     if (unknown := [p for p in wanted if p not in PAGES]):
         print(f"bench_visit: unknown page(s) {', '.join(unknown)}; pages: {', '.join(PAGES)}", file=sys.stderr)
         return 2
+    if args.compare is not None and not (args.compare / "app.py").is_file():
+        print(f"bench_visit: --compare {args.compare}: not a checkout of this app (no app.py there)", file=sys.stderr)
+        return 2
     pages = {k: v for k, v in PAGES.items() if k in wanted} if wanted else PAGES
     if args.quick:
         pages = dict(list(pages.items())[:2])

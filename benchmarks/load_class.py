@@ -195,6 +195,11 @@ async def warm(url: str) -> None:
     await s.close()
 
 
+def shown(x: float, fmt: str) -> str:
+    """A measured number, or "n/a" for one not measured (NaN: the deployment's CPU with --url)."""
+    return "n/a" if x != x else format(x, fmt)
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -231,7 +236,10 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
     cpu = sum(p.cpu_times().user + p.cpu_times().system for p in procs) - cpu0
     wall = time.time() - t0
     machine1 = psutil.cpu_times()
-    busy = sum(machine1) - sum(machine0) - (machine1.idle - machine0.idle) - (machine1.iowait - machine0.iowait)
+    waiting = (machine1.idle - machine0.idle) + getattr(machine1, "iowait", 0) - getattr(machine0, "iowait", 0)
+    guests = getattr(machine1, "guest", 0) + getattr(machine1, "guest_nice", 0) \
+        - getattr(machine0, "guest", 0) - getattr(machine0, "guest_nice", 0)  # Linux: already inside user
+    busy = sum(machine1) - sum(machine0) - waiting - guests
     # the load client (this process) and the whole machine, in cores: does the client compete with the replicas?
     stats.client_cores = (me.cpu_times().user + me.cpu_times().system - me0) / wall
     stats.machine_cores = busy / wall
@@ -285,10 +293,11 @@ def main() -> None:
                            open_p50=statistics.median(stats.opens) if stats.opens else float("nan"),
                            p50=pct(stats.reruns, .5), p95=pct(stats.reruns, .95),
                            max=max(stats.reruns, default=float("nan")),
-                           cpu_ms=1000 * cpu / max(1, len(stats.reruns) + len(stats.opens)),
+                           cpu_ms=(1000 * cpu / max(1, len(stats.reruns) + len(stats.opens)) if pids
+                                   else float("nan")),  # --url: the deployment's CPU is not measured
                            rss=" / ".join(f"{a:.0f}→{b:.0f}→{e:.0f}"
                                           for a, b, e in zip(rss_start, rss_peak, rss_end)),
-                           load=load, replica_cores=cpu / wall, client_cores=stats.client_cores,
+                           load=load, replica_cores=cpu / wall if pids else float("nan"), client_cores=stats.client_cores,
                            machine_cores=stats.machine_cores)
                 rows.append(row)
                 print(f"\n== {replicas} replica(s), {n} sessions at once ({stats.sessions} in all), {wall:.0f} s: "
@@ -296,9 +305,10 @@ def main() -> None:
                       f"{dict(sorted(stats.actions.items()))}", flush=True)
                 print(f"   errors {len(stats.errors)}, leaks {len(stats.leaks)}; open p50 {row['open_p50']:.2f} s; "
                       f"rerun p50 {row['p50']:.2f} s, p95 {row['p95']:.2f} s, max {row['max']:.2f} s; "
-                      f"CPU {row['cpu_ms']:.0f} ms/run; load avg (1 min, peak) {load:.1f}")
-                print(f"   CPU in cores (of {os.cpu_count()}): replicas {row['replica_cores']:.2f}, this load client "
-                      f"{row['client_cores']:.2f}, whole machine {row['machine_cores']:.2f}")
+                      f"CPU {shown(row['cpu_ms'], '.0f')} ms/run; load avg (1 min, peak) {load:.1f}")
+                replica_cores = f"{row['replica_cores']:.2f}" if pids else "not measured (--url)"
+                print(f"   CPU in cores (of {os.cpu_count()}): replicas {replica_cores}, this load client "
+                      f"{row['client_cores']:.2f}, this machine {row['machine_cores']:.2f}")
                 for e in (stats.errors + stats.leaks)[:10]:
                     print("   !", e)
                 step = max(1, len(samples) // 40)
@@ -314,8 +324,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['replicas']} | {r['sessions']} | {r['seconds']} | {r['reruns']} | {r['errors']} | {r['leaks']} | "
-              f"{r['open_p50']:.2f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['max']:.2f} | {r['cpu_ms']:.0f} | "
-              f"{r['replica_cores']:.2f} / {r['client_cores']:.2f} / {r['machine_cores']:.2f} | "
+              f"{r['open_p50']:.2f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['max']:.2f} | {shown(r['cpu_ms'], '.0f')} | "
+              f"{shown(r['replica_cores'], '.2f')} / {r['client_cores']:.2f} / {r['machine_cores']:.2f} | "
               f"{r['rss']} | {r['load']:.1f} |")
 
 

@@ -134,7 +134,7 @@ st.markdown(_("**All {layers} layers × {heads} heads** (attention weights; rows
               "to open that head below.").format(layers=N_LAYERS, heads=N_HEADS))
 color = moves.color_control("causal_", moves.CAUSAL_COLORS)  # ?color=: tiles fade by a head-type score
 st.plotly_chart(moves.causal_overview(overview_figure(trace, 0, height=380), trace, period, color), key="causal_overview",
-                on_select=partial(callbacks.open_tile, "causal_overview", "causal_layer", "causal_head", N_HEADS),
+                on_select=partial(callbacks.open_tile, "causal_overview", "causal_layer", "causal_head", N_HEADS, N_LAYERS),
                 selection_mode="points",
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
 

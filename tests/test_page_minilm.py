@@ -259,6 +259,24 @@ def test_picked_tile_reads_the_marker_selection():
     assert picked_tile([]) is None and picked_tile(None) is None
 
 
+@pytest.mark.parametrize("points", [
+    [{"curve_number": 1, "customdata": ["a", "b"]}], [{"curve_number": 1, "customdata": [None, None]}],
+    [{"curve_number": 1, "customdata": [float("inf"), 0]}], [{"curve_number": 1, "customdata": [float("nan"), 0]}],
+    [{"curve_number": 1, "customdata": [1.5, 2]}], [{"curve_number": 1, "customdata": [True, 2]}],
+    [{"curve_number": 1, "customdata": [10**9, 10**9]}], [{"curve_number": 1, "customdata": [-1, 3]}],
+    [{"curve_number": 1, "customdata": [6, 0]}], [{"curve_number": 1, "customdata": [0, 12]}],
+    [{"curve_number": 1, "point_index": -5}], [{"curve_number": 1, "point_index": 72}], [None], ["x"],
+    "points", {"curve_number": 1, "point_index": 3}])
+def test_picked_tile_ignores_what_is_not_a_tile(points):
+    """A tampered or broken selection event opens nothing (and adds no head to the ablated), never raises."""
+    assert picked_tile(points, n_heads=12, n_layers=6) is None
+
+
+def test_picked_tile_accepts_whole_floats_and_the_last_tile():
+    assert picked_tile([{"curve_number": 1, "customdata": [5.0, 11.0]}], n_heads=12, n_layers=6) == (5, 11)
+    assert picked_tile([{"curve_number": 1, "point_index": 71}], n_heads=12, n_layers=6) == (5, 11)
+
+
 @needs_minilm
 def test_up_to_512_tokens_overview_pooled_and_the_open_head_at_full_resolution():
     text = " ".join(f"word{i % 97}" for i in range(700))  # far more than 512 WordPiece tokens

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -20,6 +19,7 @@ from transformer_core.figures.overview import picked_tile
 from transformer_core.figures.stage import chart_config
 
 from .cache import memo
+from .callbacks import selected_points
 from .failover import moved_this_run
 from .i18n import N_, _
 from .markdown import plain
@@ -61,10 +61,11 @@ def click_toggle(prefix: str) -> bool:
                             "of “What a head does” below. Off: a click opens the head."))
 
 
-def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, prefix: str) -> None:
+def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, prefix: str,
+                n_layers: int | None = None) -> None:
     """``on_select`` of an overview: open the clicked head, or (click mode on) add/remove it from the ablated."""
     ss = st.session_state
-    tile = picked_tile(((ss.get(event_key) or {}).get("selection") or {}).get("points"), n_heads)
+    tile = picked_tile(selected_points(event_key), n_heads, n_layers)
     if tile is None:
         return
     if not ss.get(f"{prefix}ablate_click"):
@@ -74,12 +75,12 @@ def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, pre
     ss[f"{prefix}ablate"] = [h for h in heads if h != name] if name in heads else heads + [name]
 
 
-def tile_callback(event_key: str, open_head: dict, prefix: str):
+def tile_callback(event_key: str, open_head: dict, prefix: str, n_layers: int | None = None):
     """The overview's ``on_select`` (a partial of a module function: holds no run, see ui/callbacks)."""
     from functools import partial
 
     return partial(toggle_tile, event_key, open_head["layer_key"], open_head["head_key"], open_head["n_heads"],
-                   prefix)
+                   prefix, n_layers)
 
 
 def _controls(prefix: str, n_layers: int, n_heads: int, default: tuple[str, ...]) -> tuple[tuple, str]:

@@ -9,7 +9,7 @@ a function of its own.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
@@ -21,10 +21,17 @@ def label_of(labels: Sequence[str], index: int) -> str:
     return labels[index]
 
 
-def open_tile(event_key: str, layer_key: str, head_key: str, n_heads: int) -> None:
+def selected_points(event_key: str) -> list | None:
+    """``event["selection"]["points"]`` of a chart's selection state, or None when any part is not what Streamlit
+    sends (a broken or tampered event is ignored, not an error on the page)."""
+    event = st.session_state.get(event_key)
+    selection = event.get("selection") if isinstance(event, Mapping) else None
+    return selection.get("points") if isinstance(selection, Mapping) else None
+
+
+def open_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, n_layers: int | None = None) -> None:
     """``on_select`` of an overview figure: a click on a tile centre opens that (layer, head)."""
-    event = st.session_state.get(event_key) or {}
-    tile = picked_tile((event.get("selection") or {}).get("points"), n_heads)
+    tile = picked_tile(selected_points(event_key), n_heads, n_layers)
     if tile is not None:
         st.session_state[layer_key], st.session_state[head_key] = tile
 

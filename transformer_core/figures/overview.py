@@ -182,19 +182,34 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
     return go.Figure(data=[heat, centres], layout=layout)
 
 
-def picked_tile(points: list[dict] | None, n_heads: int = 12) -> tuple[int, int] | None:
+def picked_tile(points: list[dict] | None, n_heads: int = 12, n_layers: int | None = None) -> tuple[int, int] | None:
     """``(layer, head)`` of the first selected tile-centre marker in a Streamlit selection, or None.
 
     ``points`` is ``event["selection"]["points"]`` (plain dicts); points of other traces
     (the heatmap) are ignored. Reads ``customdata``, else the marker index (layer-major).
+    Anything that is not a tile of the figure (not a list of dicts, numbers that are not whole, a head
+    outside ``0…n_heads − 1`` or a layer outside ``0…n_layers − 1``) is None: a browser only sends the
+    figure's own markers, so this is a tampered or broken event, never a head to open.
     """
-    for point in points or []:
-        if point.get("curve_number", TILE_TRACE) != TILE_TRACE:
+    def tile(layer, head) -> tuple[int, int] | None:
+        try:
+            if isinstance(layer, bool) or isinstance(head, bool) or int(layer) != layer or int(head) != head:
+                return None
+        except (TypeError, ValueError, OverflowError):  # None, "a", inf, nan
+            return None
+        layer, head = int(layer), int(head)
+        ok = 0 <= head < n_heads and 0 <= layer and (n_layers is None or layer < n_layers)
+        return (layer, head) if ok else None
+
+    if not isinstance(points, list | tuple):
+        return None
+    for point in points:
+        if not isinstance(point, dict) or point.get("curve_number", TILE_TRACE) != TILE_TRACE:
             continue
         custom = point.get("customdata")
-        if isinstance(custom, (list, tuple)) and len(custom) >= 2:
-            return int(custom[0]), int(custom[1])
+        if isinstance(custom, list | tuple) and len(custom) >= 2:
+            return tile(custom[0], custom[1])
         index = point.get("point_index", point.get("point_number"))
-        if isinstance(index, int):
-            return divmod(index, n_heads)
+        if isinstance(index, int) and not isinstance(index, bool):
+            return tile(*divmod(index, n_heads)) if index >= 0 else None
     return None
