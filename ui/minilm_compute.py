@@ -91,7 +91,7 @@ def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace
 
     Raises:
         PretrainedUnavailable: MiniLM is not installed, or its files are corrupt.
-        ValueError: no sentence has a token.
+        ValueError: no sentence has a token, or ``layer`` is not in 0…5.
     """
     from transformer_core.models.minilm_trace import run_minilm
 
