@@ -171,3 +171,19 @@ def test_minilm_tile_reruns_the_overview_and_head_view_only(app):
     assert SIDEBAR in sent
     assert page.evaluate(FOCUS) == ["weights", 5, 2]  # the open head stays
     page.close()
+
+
+HEADS_TITLES = """() => { const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'heads');
+    return (d.layout.annotations || []).map(a => a.text).join(' '); }"""
+
+
+def test_a_part_rerun_keeps_the_page_language(app):
+    """A click inside a fragment reruns it without app.py, which sets the package's language: the figures drawn
+    by transformer_core (the tiled heads' titles, axis titles) must stay Chinese on a Chinese page."""
+    page, frames = open_page(app, "/minilm", text=TWELVE, lang="zh")
+    assert "头 0" in page.evaluate(HEADS_TITLES)
+    sent_after(page, frames, click_tile(2 * 12 + 5), focus_is("weights", 5, 2))
+    titles = page.evaluate(HEADS_TITLES)
+    assert "头 0" in titles and "head 0" not in titles, titles
+    page.close()

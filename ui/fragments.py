@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from .i18n import setup_package
+
 _RUNS, _SEEN = "_fragment_runs_", "_fragment_seen_"
 
 
@@ -31,6 +33,9 @@ def part(name: str, body: Callable, *args, **kwargs) -> None:
 
 @st.fragment
 def _fragment(name: str, body: Callable, args: tuple, kwargs: dict) -> None:
+    # a rerun of the part alone skips app.py, which sets the package's language for the run: set it here too, or
+    # the figures and the tutorials' comments drawn by transformer_core come back in English on a Chinese page
+    setup_package()
     body(*args, **kwargs)
 
 
