@@ -15,11 +15,10 @@ import streamlit as st
 
 from transformer_core.analysis.ablation import MODES, format_heads, parse_heads
 from transformer_core.figures import ablation as figs
-from transformer_core.figures.overview import picked_tile
 from transformer_core.figures.stage import chart_config
 
 from .cache import memo
-from .callbacks import selected_points
+from .callbacks import clicked_tile
 from .failover import moved_this_run
 from .i18n import N_, _
 from .markdown import plain
@@ -65,7 +64,7 @@ def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, pre
                 n_layers: int | None = None) -> None:
     """``on_select`` of an overview: open the clicked head, or (click mode on) add/remove it from the ablated."""
     ss = st.session_state
-    tile = picked_tile(selected_points(event_key), n_heads, n_layers)
+    tile = clicked_tile(event_key, n_heads, n_layers)
     if tile is None:
         return
     if not ss.get(f"{prefix}ablate_click"):

@@ -29,9 +29,24 @@ def selected_points(event_key: str) -> list | None:
     return selection.get("points") if isinstance(selection, Mapping) else None
 
 
+def clicked_tile(event_key: str, n_heads: int, n_layers: int | None = None) -> tuple[int, int] | None:
+    """The overview tile a click chose, or None.
+
+    Plotly deselects a selected marker that is clicked again, so a second click on the same tile (after the head
+    was changed another way, or to take an ablated head back out) arrives with no point at all: that click means
+    the tile picked last, which is kept in the session for it."""
+    points, last = selected_points(event_key), f"_last_tile_{event_key}"
+    if isinstance(points, list | tuple) and not points:
+        return st.session_state.get(last)
+    tile = picked_tile(points, n_heads, n_layers)
+    if tile is not None:
+        st.session_state[last] = tile
+    return tile
+
+
 def open_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, n_layers: int | None = None) -> None:
     """``on_select`` of an overview figure: a click on a tile centre opens that (layer, head)."""
-    tile = picked_tile(selected_points(event_key), n_heads, n_layers)
+    tile = clicked_tile(event_key, n_heads, n_layers)
     if tile is not None:
         st.session_state[layer_key], st.session_state[head_key] = tile
 
