@@ -64,18 +64,7 @@ hide_keys = minilm.special_mask(trace, batch) if ss["minilm_hide_special"] else 
 stats = summary["stats"][batch]
 n_tokens, n_real = len(trace.tokens[batch]), trace.lengths[batch]
 wordpiece_note.show(trace, batch, sentences[batch])  # Chinese is mostly [UNK] to MiniLM: say so, the count, the words
-
-st.markdown(_("**All {layers} layers × {heads} heads** of sentence {b} (attention weights; rows = queries, columns = "
-              "keys). **Click a tile's centre** to open that head below.").format(layers=N_LAYERS, heads=N_HEADS, b=batch))
-# no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
-overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
-                           tiles=summary["overview"][(batch, hide_keys is not None)])
-color = moves.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
-overview = moves.overview(overview, trace, sentences, settings.padding, batch, hide_keys is not None, color)
-ablation.click_toggle("minilm_")
-if (pool := overview.layout.meta["pool"]) > 1:
-    st.caption(_("Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of tokens. "
-                 "The open head below shows every token.").format(pool=pool))
+# notes on the sentence and its padding, before the overview's instruction and controls
 if example:
     st.caption(_("You typed one sentence, so the built-in example “{example}” is added as sentence 1: the two have "
                  "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** has something to "
@@ -103,11 +92,23 @@ elif padded:
                   "padding mask does.") if one else
                 _("Sentence {b} is the longest and has no [PAD]; sentences {others} are padded — pick one to see what "
                   "the padding mask does.")).format(b=batch, others=and_list(padded)))
+
+st.markdown(_("**All {layers} layers × {heads} heads** of sentence {b} (attention weights; rows = queries, columns = "
+              "keys). **Click a tile's centre** to open that head below.").format(layers=N_LAYERS, heads=N_HEADS, b=batch))
+# no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
+overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
+                           tiles=summary["overview"][(batch, hide_keys is not None)])
+color = moves.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
+overview = moves.overview(overview, trace, sentences, settings.padding, batch, hide_keys is not None, color)
+ablation.click_toggle("minilm_")
+if (pool := overview.layout.meta["pool"]) > 1:
+    st.caption(_("Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of tokens. "
+                 "The open head below shows every token.").format(pool=pool))
 if hide_keys is not None:
     st.caption(_("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                  "the missing part went to [CLS], [SEP] and [PAD]."))
 # the overview and the head view are one part: a tile, stage, layer, head, cell or tab click reruns only them
-# (ui/fragments.py); the notes above are about the overview
+# (ui/fragments.py)
 fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, batch, hide_keys, N_LAYERS, N_HEADS,
                overview=overview, open_head=open_head)
 
