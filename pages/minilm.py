@@ -9,7 +9,8 @@ from functools import partial
 
 import streamlit as st
 
-from transformer_core.figures.overview import overview_figure
+from transformer_core.analysis.ablation import format_heads
+from transformer_core.figures.overview import mark_ablated, overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
 from ui import callbacks, fragments, head_parts, state, views
 from ui.numbers import number
@@ -18,6 +19,7 @@ from ui import ablation
 from ui import minilm_moves as moves
 from ui.i18n import _, ngettext
 from ui.labels import and_list, sentence_label
+from ui.markdown import plain
 from ui import wordpiece_note
 
 N_LAYERS, N_HEADS = 6, 12
@@ -93,17 +95,27 @@ elif padded:
                 _("Sentence {b} is the longest and has no [PAD]; sentences {others} are padded — pick one to see what "
                   "the padding mask does.")).format(b=batch, others=and_list(padded)))
 
-st.markdown(_("**All {layers} layers × {heads} heads** of sentence {b} (attention weights; rows = queries, columns = "
-              "keys). **Click a tile's centre** to open that head below.").format(layers=N_LAYERS, heads=N_HEADS, b=batch))
+clicking = bool(ss.get("minilm_ablate_click"))  # "Click tiles to ablate heads", drawn under the overview
+st.markdown((_("**All {layers} layers × {heads} heads** of sentence {b} (attention weights; rows = queries, columns = "
+               "keys). **Click a tile's centre** to ablate that head in “What a head does” below, or to bring it "
+               "back.") if clicking else
+             _("**All {layers} layers × {heads} heads** of sentence {b} (attention weights; rows = queries, columns = "
+               "keys). **Click a tile's centre** to open that head below.")).format(layers=N_LAYERS, heads=N_HEADS,
+                                                                                     b=batch))
 # no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
 overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
                            tiles=summary["overview"][(batch, hide_keys is not None)])
 color = moves.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
 overview = moves.overview(overview, trace, sentences, settings.padding, batch, hide_keys is not None, color)
+if (ablated := ablation.ablated_heads("minilm_", N_LAYERS, N_HEADS)) or clicking:
+    overview = mark_ablated(overview, ablated, clicking)
 ablation.click_toggle("minilm_")
 if (pool := overview.layout.meta["pool"]) > 1:
     st.caption(_("Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of tokens. "
                  "The open head below shows every token.").format(pool=pool))
+if ablated:
+    st.caption(_("Dashed frames: the heads ablated in “What a head does” below ({heads}). The overview shows them "
+                 "intact.").format(heads=plain(format_heads(ablated, ", "))))
 if hide_keys is not None:
     st.caption(_("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                  "the missing part went to [CLS], [SEP] and [PAD]."))

@@ -43,7 +43,17 @@ def test_minilm_ablate_link_shows_measured_effects():
     assert shift["layout"]["meta"]["cosine"] == pytest.approx(float(expected["cosine"][0]), abs=1e-6)
     assert shift["layout"]["meta"]["cosine"] == pytest.approx(0.9956, abs=5e-5)
     np.testing.assert_allclose(decode(shift["data"][0]["y"]), expected["shift"][:, 0], atol=1e-6)
-    assert any("cosine **0.9956**" in m.value for m in at.markdown)
+    assert any("cosine **0.9956**" in m.value and "**Ablating L3H7, L4H2**" in m.value for m in at.markdown)
+    # the overview frames the ablated tiles (dashed) and says so; it still opens heads on a click
+    overview = _fig(at, "overview")
+    meta = overview["layout"]["meta"]
+    assert meta["ablated"] == [[3, 7], [4, 2]]
+    m, g = meta["tile"], meta["gutter"]
+    dashed = [s for s in overview["layout"]["shapes"] if s.get("line", {}).get("dash") == "dash"]
+    assert [(s["x0"], s["y0"]) for s in dashed] == [(7 * (m + g) - 0.5 - g / 2, 3 * (m + g) - 0.5 - g / 2),
+                                                    (2 * (m + g) - 0.5 - g / 2, 4 * (m + g) - 0.5 - g / 2)]
+    assert any("Dashed frames" in c.value and "(L3H7, L4H2)" in c.value for c in at.caption)
+    assert "click to open" in overview["data"][1]["hovertemplate"]
     weights = _fig(at, "ablation_weights")
     assert weights["layout"]["meta"]["layer"] == 5 and weights["layout"]["meta"]["n_heads"] == 24
     table = next(d.value for d in at.dataframe if "cosine ablated·intact" in d.value.columns)
@@ -72,6 +82,26 @@ def test_minilm_bad_ablate_falls_back_with_a_note_and_rank_button_ranks():
     assert len(order) == 20
 
 
+@needs_minilm
+def test_minilm_click_to_ablate_mode_says_so_and_a_tampered_head_list_is_dropped():
+    at = _open("pages/minilm.py", text=TEXT)
+    assert not any("Dashed frames" in c.value for c in at.caption)
+    assert "ablated" not in _fig(at, "overview")["layout"]["meta"]  # nothing ablated: the figure is as before
+    at.toggle(key="minilm_ablate_click").set_value(True).run()
+    overview = _fig(at, "overview")
+    assert "click to ablate or restore" in overview["data"][1]["hovertemplate"]
+    assert "click to open" not in overview["data"][1]["hovertemplate"]
+    assert overview["layout"]["meta"]["ablated"] == []
+    assert any("to ablate that head" in m.value for m in at.markdown)
+    assert not any("to open that head below" in m.value for m in at.markdown)
+    # a session value no widget can produce (a script or a stale session): the valid heads stay, the rest go
+    at.session_state["minilm_ablate"] = ["L3H7", "L99H0", 5]
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="minilm_ablate").value == ["L3H7"] and at.query_params["ablate"] == "L3H7"
+    assert _fig(at, "overview")["layout"]["meta"]["ablated"] == [[3, 7]]
+
+
 def test_causal_prediction_and_ablation_links():
     at = _open("pages/causal.py", temp="0.01", top_k="5", top_p="0.9", pred_pos="20", ablate="L1H0,L1H1,L1H2,L1H3")
     assert at.select_slider(key="causal_temp").value == 0.01 and at.select_slider(key="causal_top_k").value == 5
@@ -84,7 +114,7 @@ def test_causal_prediction_and_ablation_links():
     assert fig["layout"]["meta"]["sum"] == pytest.approx(1.0, abs=1e-12)
     assert np.isfinite(decode(fig["data"][0]["x"])).all()
     text = next(m.value for m in at.markdown if m.value.startswith("At step 4000"))
-    assert "with L1H0,L1H1,L1H2,L1H3 ablated" in text and "**88.5%** intact" in text
+    assert "with L1H0, L1H1, L1H2, L1H3 ablated" in text and "**88.5%** intact" in text
     sample = _fig(at, "sample_loss")
     assert sample["layout"]["meta"]["ids"][:32 - 16] == ids[:16]
     # the same seed draws the same continuation on another run; another seed may not

@@ -31,6 +31,13 @@ def _names(n_layers: int, n_heads: int) -> list[str]:
     return [f"L{layer}H{head}" for layer in range(n_layers) for head in range(n_heads)]
 
 
+def _kept(names, n_layers: int, n_heads: int) -> list[str]:
+    """The head names of a multiselect's state that exist (a state no widget makes, from a script or a stale
+    session, loses the rest)."""
+    valid = set(_names(n_layers, n_heads))
+    return [n for n in names if isinstance(n, str) and n in valid] if isinstance(names, list | tuple) else []
+
+
 def bind_heads(key: str, n_layers: int, n_heads: int, default: tuple[str, ...] = ()) -> None:
     """``bind_url`` for a list of heads: seed ``st.session_state[key]`` (names ``L3H7``) from
     ``?ablate=L3H7,L4H2`` while the widget has no state, note and drop a bad list, write the URL back."""
@@ -48,9 +55,22 @@ def bind_heads(key: str, n_layers: int, n_heads: int, default: tuple[str, ...] =
                         else _("URL parameter {param} ignored ({why}); no head is ablated."))
                 st.warning(note.format(param=plain("ablate=" + str(raw)[:40]), why=plain(str(err)),
                                        heads=plain(", ".join(default))), icon=":material/warning:")
+    if (kept := _kept(ss[key], n_layers, n_heads)) != ss[key]:
+        ss[key] = kept
     text = format_heads(parse_heads(",".join(ss[key]), n_layers, n_heads))
     if raw != text:
         st.query_params["ablate"] = text
+
+
+def ablated_heads(prefix: str, n_layers: int, n_heads: int) -> tuple:
+    """The heads the ablation section will ablate (``((3, 7), …)``), read before it runs: its widget's state, else
+    ``?ablate=``; a bad list is none (the section says so where it runs)."""
+    names = st.session_state.get(f"{prefix}ablate")
+    raw = ",".join(_kept(names, n_layers, n_heads)) if names is not None else st.query_params.get("ablate", "")
+    try:
+        return parse_heads(raw, n_layers, n_heads)
+    except ValueError:
+        return ()
 
 
 def click_toggle(prefix: str) -> bool:
@@ -131,7 +151,7 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
         cos = float(out["cosine"][batch])
         st.markdown(_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
                       "one (1 = unchanged). Layers before {first} do not move; from layer {first} on:").format(
-            heads=text, mode=mode, b=batch, cos=f"{cos:.4f}", first=first))
+            heads=format_heads(heads, ", "), mode=mode, b=batch, cos=f"{cos:.4f}", first=first))
         st.plotly_chart(figs.shift_figure(out["shift"][:, batch], cos, text, batch), key="minilm_ablate_shift",
                         config=chart_config(f"ablation_{text}_shift", fmt))
         layer = st.select_slider(_("Later layer to compare"), later, key="minilm_ablate_layer",
@@ -241,10 +261,10 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
                           for name, m in (("intact", intact), (f"{text} ablated ({mode})", ablated))])
     st.markdown(_("At step {step}: induction accuracy **{intact}** intact, **{ablated}** with {heads} ablated (chance "
                   "{chance}).").format(step=step, intact=f"{intact['accuracy']['repeat']:.1%}",
-                                       ablated=f"{ablated['accuracy']['repeat']:.1%}", heads=text,
+                                       ablated=f"{ablated['accuracy']['repeat']:.1%}", heads=format_heads(heads, ", "),
                                        chance=f"{intact['chance']:.1%}"))
     shown = frame.rename(columns=lambda c: _(c))  # headers in the learner's language (the CSV keeps English)
-    shown.iloc[:, 0] = [_("intact"), _("{heads} ablated ({mode})").format(heads=text, mode=mode)]
+    shown.iloc[:, 0] = [_("intact"), _("{heads} ablated ({mode})").format(heads=format_heads(heads, ", "), mode=mode)]
     st.dataframe(shown, hide_index=True, key="causal_ablate_table", column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[1:]})
     st.download_button("⬇ " + _("Per checkpoint as CSV"), pd.DataFrame([

@@ -54,9 +54,9 @@ def parse_heads(text: str | None, n_layers: int, n_heads: int) -> tuple[Head, ..
     return tuple(sorted(out))
 
 
-def format_heads(heads: Iterable[Head]) -> str:
-    """``((3, 7), (4, 2))`` → ``"L3H7,L4H2"`` (sorted)."""
-    return ",".join(f"L{layer}H{head}" for layer, head in sorted(set(heads)))
+def format_heads(heads: Iterable[Head], sep: str = ",") -> str:
+    """``((3, 7), (4, 2))`` → ``"L3H7,L4H2"`` (sorted; ``sep=", "`` for prose: ``"L3H7, L4H2"``)."""
+    return sep.join(f"L{layer}H{head}" for layer, head in sorted(set(heads)))
 
 
 def head_mask(heads: Iterable[Head], n_layers: int, n_heads: int) -> torch.Tensor:

@@ -26,7 +26,7 @@ def shift_figure(shift: np.ndarray, cosine: float, heads: str, batch: int = 0, h
         hovertemplate="%{x}: " + _("output moved {share} of its length").format(share="%{y:.2%}") + "<extra></extra>"))
     fig.update_layout(
         title=dict(text=_("Ablating {heads}: how far each layer's output moved (sentence {b}); embedding cosine "
-                          "ablated·intact = {cosine}").format(heads=heads, b=batch, cosine=f"{cosine:.4f}"),
+                          "ablated·intact = {cosine}").format(heads=heads.replace(",", ", "), b=batch, cosine=f"{cosine:.4f}"),
                    font=dict(size=13), x=0),
         height=height, margin=dict(l=50, r=10, t=40, b=30), yaxis=dict(title=_("relative L2 change"), tickformat=".0%",
                                                                       rangemode="tozero"),
@@ -77,7 +77,7 @@ def causal_figure(steps: list[int], intact: list[float], ablated: list[float], c
     and with ``heads`` ablated, with chance (1/vocab) as a dotted line and checkpoint ``step`` marked."""
     fig = go.Figure()
     fig.add_scatter(x=steps, y=intact, mode="lines+markers", name=_("intact"), line=dict(color=INTACT))
-    fig.add_scatter(x=steps, y=ablated, mode="lines+markers", name=_("{heads} ablated").format(heads=heads),
+    fig.add_scatter(x=steps, y=ablated, mode="lines+markers", name=_("{heads} ablated").format(heads=heads.replace(",", ", ")),
                     line=dict(color=ABLATED))
     fig.add_hline(y=chance, line=dict(color="#555", dash="dot"),
                   annotation_text=_("chance 1/64 = {chance}").format(chance=f"{chance:.3f}"),

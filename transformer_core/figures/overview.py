@@ -159,10 +159,7 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
     shapes += [dict(type="rect", xref="paper", yref="y", y0=lay * (m + g) - g - 0.5, y1=lay * (m + g) - 0.5,
                     x0=0, x1=1, fillcolor="white", line=dict(width=0)) for lay in range(1, n_layers)]
     if highlight is not None:
-        lay, h = highlight
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=h * (m + g) - 0.5 - g / 2,
-                           x1=h * (m + g) + m - 0.5 + g / 2, y0=lay * (m + g) - 0.5 - g / 2,
-                           y1=lay * (m + g) + m - 0.5 + g / 2, line=dict(color="#ff4b4b", width=3)))
+        shapes.append({**tile_box({"tile": m, "gutter": g}, *highlight), "line": dict(color="#ff4b4b", width=3)})
     layout = dict(
         meta={"stage": "overview", "batch": batch, "n_layers": n_layers, "n_heads": n_heads, "n": n, "tile": m,
               "gutter": g, "pool": step, "highlight": list(highlight) if highlight is not None else None, "of": of},
@@ -180,6 +177,30 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
                    zeroline=False, automargin=True),
     )
     return go.Figure(data=[heat, centres], layout=layout)
+
+
+def tile_box(meta: dict, layer: int, head: int) -> dict:
+    """The rectangle (data coordinates, half a gutter outside the tile) of tile ``(layer, head)`` of an
+    :func:`overview_figure` with layout meta ``meta``."""
+    m, g = meta["tile"], meta["gutter"]
+    return dict(type="rect", xref="x", yref="y", x0=head * (m + g) - 0.5 - g / 2, x1=head * (m + g) + m - 0.5 + g / 2,
+                y0=layer * (m + g) - 0.5 - g / 2, y1=layer * (m + g) + m - 0.5 + g / 2)
+
+
+def mark_ablated(fig: go.Figure, heads, clicking: bool = False) -> go.Figure:
+    """Frame the tiles of ``heads`` (``(layer, head)`` pairs) of an :func:`overview_figure` with a dashed black line,
+    and list them in ``layout.meta["ablated"]``. The tiles still show the intact weights. ``clicking``: a tile click
+    ablates or restores its head, so the tile-centre hover says that instead of "click to open".
+    Returns ``fig`` (changed in place)."""
+    meta = dict(fig.layout.meta)
+    heads = sorted({(int(lay), int(h)) for lay, h in heads})
+    shapes = list(fig.layout.shapes) + [{**tile_box(meta, lay, h), "line": dict(color="black", width=2, dash="dash")}
+                                        for lay, h in heads]
+    if clicking:
+        marker = fig.data[TILE_TRACE]
+        marker.hovertemplate = marker.hovertemplate.replace(_("click to open"), _("click to ablate or restore"))
+    fig.update_layout(shapes=shapes, meta={**meta, "ablated": [list(head) for head in heads]})
+    return fig
 
 
 def picked_tile(points: list[dict] | None, n_heads: int = 12, n_layers: int | None = None) -> tuple[int, int] | None:
