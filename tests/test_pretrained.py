@@ -351,7 +351,17 @@ def test_run_minilm_first_layers_only(layer):
 
 
 @needs_minilm
-@pytest.mark.parametrize("n_layers", [0, 7, -1, 1.5, True])
+def test_run_minilm_takes_numpy_integers():
+    """A layer index from NumPy (a slider over ``np.arange``, a table row) is a whole number like any other."""
+    import numpy as np
+
+    from transformer_core.models.minilm_trace import run_minilm
+
+    assert np.array_equal(run_minilm(["hello world"], n_layers=np.int64(2), max_tokens=np.int32(8)).stage("weights", 1),
+                          run_minilm(["hello world"], n_layers=2, max_tokens=8).stage("weights", 1))
+
+
+@pytest.mark.parametrize("n_layers", [0, 7, -1, 1.5, True, "2", 2.0])
 def test_run_minilm_rejects_bad_n_layers(n_layers):
     from transformer_core.models.minilm_trace import run_minilm
 

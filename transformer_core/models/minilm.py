@@ -17,6 +17,7 @@ Mask convention: ``True`` = may attend (see :mod:`transformer_core.nn.masks`).
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import threading
 from pathlib import Path
@@ -41,6 +42,17 @@ MAX_POSITIONS = 512  # BERT's learned position table: the longest input, [CLS] a
 TYPE_VOCAB_SIZE = 2
 PAD_ID = 0
 
+
+def whole_number(value, name: str, low: int, high: int, note: str = "") -> int:
+    """``value`` as an ``int`` when it is a whole number in ``[low, high]``: a Python or NumPy integer, not a bool
+    or a float. Raises ``ValueError`` naming ``name``, the range (and ``note``) and the value otherwise."""
+    try:
+        number = operator.index(value) if not isinstance(value, bool) else None
+    except TypeError:
+        number = None
+    if number is None or not low <= number <= high:
+        raise ValueError(f"{name} must be an integer in [{low}, {high}]{note}, got {value!r}")
+    return number
 
 class BertEmbeddings(nn.Module):
     """Token vectors as BERT makes them: ``norm(word[id] + token_type[type] + position[pos])``.
@@ -100,9 +112,8 @@ class MiniLM(nn.Module):
 
         Raises ``ValueError`` for a non-2-D ``input_ids``, more than 512 positions, a mask /
         token-type shape that differs from ``input_ids``', or ``n_layers`` outside 1…6."""
-        if n_layers is not None and (isinstance(n_layers, bool) or not isinstance(n_layers, int)
-                                     or not 1 <= n_layers <= len(self.layers)):
-            raise ValueError(f"n_layers must be an integer in [1, {len(self.layers)}], got {n_layers!r}")
+        if n_layers is not None:
+            n_layers = whole_number(n_layers, "n_layers", 1, len(self.layers))
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must be [batch, pos], got shape {tuple(input_ids.shape)}")
         if input_ids.size(1) > self.embeddings.max_positions:

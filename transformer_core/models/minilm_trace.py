@@ -9,7 +9,7 @@ from collections.abc import Callable
 import torch
 
 from ..nn.hooks import capture
-from .minilm import MAX_POSITIONS, MINILM_CONFIG, load_minilm
+from .minilm import MAX_POSITIONS, MINILM_CONFIG, load_minilm, whole_number
 from ..text.tokenize import PAD, TokenBatch, wordpiece_encode
 from ..records.trace import Trace
 from .toy import build_mask
@@ -41,9 +41,7 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
         ValueError: no sentence has a token, ``max_tokens`` is not in 2…512, or ``n_layers`` not in 1…6.
         PretrainedUnavailable: the MiniLM package is missing or its files are corrupt.
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 2 <= max_tokens <= MAX_POSITIONS:
-        raise ValueError(f"max_tokens must be an integer in [2, {MAX_POSITIONS}] "
-                         f"([CLS] and [SEP] included), got {max_tokens!r}")
+    max_tokens = whole_number(max_tokens, "max_tokens", 2, MAX_POSITIONS, " ([CLS] and [SEP] included)")
     sentences = list(sentences)
     model, tokenizer = load_minilm()
     encodings = wordpiece_encode(sentences) if sentences else []
