@@ -45,8 +45,8 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     bind_url(f"{key_prefix}all", "all", (False, True), False, to_text=lambda v: "1" if v else "0")
     layer_key, batch_key = f"{key_prefix}layer", f"{key_prefix}batch"
     many = sentences is not None and len(sentences) > 1
-    # the stage buttons need ~430 px, a sentence label ~260 px at 1280 px; colours and "all heads large" sit by the tiles
-    widths = [5.4] + [3.2] * many + [1.0] * (n_layers > 1) + [1.0]
+    # the eight stage buttons need ~500 px of the ~790 at 1280 px (a sentence label gets ~200); colours and "all heads large" sit by the tiles
+    widths = [5.8] + [2.3] * many + [1.0] * (n_layers > 1) + [1.0]
     left, *pickers, middle = st.columns(widths, vertical_alignment="bottom")
     batch = layer = 0
     if many:

@@ -218,7 +218,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         # t: room for the key labels (vertical: ~7 px a character) and the axis title; the modebar (the camera
         # alone, chart_config) sits in the top-right corner above the colour bar, where it covers no label
         meta=meta or {}, height=size, plot_bgcolor="#ffffff", font=dict(family=FONT),
-        margin=dict(l=left, r=10, t=(longest * 7 + 8 if angle else 18) + 24, b=10),
+        margin=dict(l=left, r=10, t=(longest * 7 + 8 if angle else 18) + 30, b=10),  # 30: axis title + its gap
         xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
                    ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=4),
                    tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=False,
