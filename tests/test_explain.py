@@ -103,10 +103,20 @@ def test_panel_on_the_explorer_follows_the_url_and_the_pickers():
     at.run()
     assert f"= {e.weight:.4f}" in _latex(at) and any("Sum of exp" in c.value for c in at.caption)
     assert r"q_{4} \cdot k_{2}" not in _latex(at) and len(at.dataframe) == 2  # the token table and the row's table
+    row = next(d.value for d in at.dataframe if "exp(score − m)" in d.value.columns)
+    assert list(row["key"]) == ["0: the", "1: cat", "▶ 2: sat", "3: on", "4: the", "5: mat"]  # the chosen key
     at.session_state["explorer_explain_step"] = "2 · Mask"
     at.selectbox(key="explorer_k").set_value(5).run()  # key after the query: blocked by the causal mask
     assert at.query_params["k"] == "5"
     assert any("may not attend" in m.value and "causal mask" in m.value for m in at.markdown)
+    # the mask step: its formula ends in −∞ for this key, its table is the row's mask (causal: keys 0…4 of query 4)
+    assert r"\tilde s_{4,5}" in _latex(at) and _latex(at).rstrip("$\n").endswith(r"= -\infty")
+    mask = next(d.value for d in at.dataframe if "may attend" in d.value.columns)
+    assert list(mask["may attend"]) == [True] * 5 + [False] and mask["key"][5] == "▶ 5: mat"
+    assert mask["masked score"][5] == "−∞" and mask["masked score"][0] == mask["score"][0]
+    at.selectbox(key="explorer_k").set_value(1).run()
+    e = explain_cell(trace, batch=0, head=3, query=4, key=1)
+    assert _latex(at).rstrip("$\n").endswith(f"= {e.score:.4f}")
 
 
 def test_a_click_on_a_cell_marker_chooses_the_cell():

@@ -51,3 +51,11 @@ def test_every_attention_stage_has_a_line():
         assert lines_for(stage), stage
     assert lines_for("scores")[1].code == "scores = torch.matmul(Q, K.transpose(-1, -2)) / np.sqrt(d_k)"
     assert any(line.code == "scores.masked_fill_(attn_mask, -1e9)" for line in lines_for("masked_scores"))
+
+
+@pytest.mark.parametrize("stage", sorted(LINES))
+def test_each_stage_lists_seed_000_before_001(stage):
+    """The pages list the tutorials' lines in one order everywhere (000, then 001), each seed's lines as written."""
+    seeds = [line.seed for line in lines_for(stage)]
+    assert seeds == sorted(seeds)
+    assert [line for line in lines_for(stage) if line.seed == "001"] == [line for line in LINES[stage] if line.seed == "001"]

@@ -110,16 +110,28 @@ def _score_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix
                                        captured=number(e.captured_score, ".4f")))
 
 
+def _key_column(tokens, key: int) -> list[str]:
+    """The key labels of a step's table, the chosen key marked ▶ (the row the formula above is about)."""
+    return [("▶ " if j == key else "") + f"{j}: {t}" for j, t in enumerate(tokens)]
+
+
 def _mask_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix: str) -> None:
     """Step 2: may the query attend to the key (the masks), and what that does to the score."""
     n = len(tokens)
     tutorial_lines.show("masked_scores")
+    masked = number(e.score, ".4f") if e.visible else r"-\infty"
+    st.latex(rf"\tilde s_{{{query},{key}}} = \begin{{cases}} s_{{{query},{key}}} & \text{{{_('may attend')}}} \\ "
+             rf"-\infty & \text{{{_('blocked')}}} \end{{cases}} \; = {masked}")
     if e.visible:
         st.markdown(_("Query {q} **may attend** to key {k}: the score stays {score}.").format(
             q=qi, k=kj, score=number(e.score, ".4f")))
     else:
         st.markdown(_("Query {q} **may not attend** to key {k} ({why}): the masked score is **−∞**, so its weight "
                       "is exactly 0.").format(q=qi, k=kj, why=e.why.removeprefix(_("blocked — "))))
+    row = pd.DataFrame({_("key"): _key_column(tokens, key), _("may attend"): e.row_visible,
+                        _("score"): [_num(s) for s in e.row_scores],
+                        _("masked score"): [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)]})
+    st.dataframe(row, hide_index=True, key=f"{key_prefix}explain_mask", height=min(320, 38 + 35 * n))
     st.caption(_("Mask convention: True = may attend. This row sees {seen} of {n} keys.").format(
         seen=int(e.row_visible.sum()), n=n))
 
@@ -137,7 +149,7 @@ def _softmax_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_pref
         st.caption(_("m is the row's largest visible score. Subtracting it changes no weight (it cancels in the "
                      "fraction) but keeps every exp ≤ 1, so nothing overflows."))
     rows = pd.DataFrame({
-        _("key"): [f"{j}: {t}" for j, t in enumerate(tokens)],
+        _("key"): _key_column(tokens, key),
         _("visible"): e.row_visible,
         _("score"): [_num(s) for s in e.row_scores],
         _("masked score"): [_num(s if v else float("-inf")) for s, v in zip(e.row_scores, e.row_visible)],
@@ -155,7 +167,8 @@ def _context_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_pref
     tutorial_lines.show("context")
     order = np.argsort(-e.row_weights)[:TOP_KEYS]
     st.latex(rf"c_{{{query}}} = \sum_j w_{{{query},j}}\, v_j")
-    top = pd.DataFrame({_("key"): [f"{j}: {tokens[j]}" for j in order],
+    labels = _key_column(tokens, key)
+    top = pd.DataFrame({_("key"): [labels[j] for j in order],
                         _("weight"): [f"{number(e.row_weights[j], '.4f')}" for j in order],
                         _("‖w·v‖ (size of its share)"): [f"{number(np.linalg.norm(e.contributions[j]), '.4f')}" for j in order]})
     st.dataframe(top, hide_index=True, key=f"{key_prefix}explain_top")

@@ -104,5 +104,5 @@ LINES["q"] = LINES["k"] = LINES["v"] = LINES["projections"]
 
 
 def lines_for(stage: str) -> tuple[TutorialLine, ...]:
-    """The seed lines that compute ``stage`` (empty for a stage the tutorials do not write out)."""
-    return LINES.get(stage, ())
+    """The seed lines that compute ``stage`` (empty for a stage the tutorials do not write out), seed 000's first."""
+    return tuple(sorted(LINES.get(stage, ()), key=lambda line: line.seed))  # stable: each seed's own order
