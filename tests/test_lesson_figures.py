@@ -9,14 +9,14 @@ from ui import lesson_panels as L
 
 @pytest.mark.parametrize("n_heads", [2, 4, 8])
 def test_head_lines_are_the_shapes_add_vline_makes(n_heads):
-    """The white lines between heads are set in one go; they must be exactly what ``add_vline`` would add per line."""
+    """The green lines between heads are set in one go; they must be exactly what ``add_vline`` would add per line."""
     matrix = np.random.default_rng(n_heads).normal(size=(5, 32)).astype(np.float32)
     fig = L.feature_figure(matrix, [f"{i}: t" for i in range(5)], "concat", n_heads=n_heads)
     reference = L.feature_figure(matrix, [f"{i}: t" for i in range(5)], "concat", n_heads=1)
     reference.layout.shapes = ()
     d_k = 32 // n_heads
     for h in range(1, n_heads):
-        reference.add_vline(x=h * d_k - 0.5, line=dict(color="white", width=2))
+        reference.add_vline(x=h * d_k - 0.5, line=dict(color=L.HEAD_LINE, width=2))
     assert [s.to_plotly_json() for s in fig.layout.shapes] == [s.to_plotly_json() for s in reference.layout.shapes]
     assert len(fig.layout.shapes) == n_heads - 1
 

@@ -35,6 +35,7 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PANEL_WIDTH_PX = 250  # lesson figures stand two or three across: about this wide at 1280 px
 LESSON_TOKENS = 24  # tokens per sentence on the lesson pages (figures stay readable)
 EXAMPLE_SENTENCE = "Hi there!"  # second sentence when the learner typed only one
+HEAD_LINE = "#1a9641"  # green: not a colour of the diverging red–white–blue scale (white vanished, black read as data)
 MASK_COLOURS = [[0.0, "#a6a6a6"], [0.5, "#a6a6a6"], [0.5, "#2c7bb6"], [1.0, "#2c7bb6"]]  # blocked, may attend
 _SECTION = re.compile(r"^<!--\s*section:\s*([\w-]+)\s*-->[ \t]*$", re.M)
 
@@ -153,7 +154,8 @@ def pattern_figure(matrix: np.ndarray, rows: list[str], cols: list[str], title: 
 def feature_figure(matrix: np.ndarray, rows: list[str], title: str, *, n_heads: int | None = None,
                    zrange: tuple[float, float] | None = None, height: int | None = None,
                    show_scale: bool = True, **meta) -> "figures.go.Figure":
-    """A ``[pos, features]`` matrix (signed colours); with ``n_heads``, white lines mark each head's d_k columns."""
+    """A ``[pos, features]`` matrix (signed colours); with ``n_heads``, green lines mark each head's d_k columns
+    (white ones vanished beside near-zero columns, which the diverging scale draws white; black ones looked like data)."""
     matrix = np.asarray(matrix, np.float32)
     n_cols = matrix.shape[1]
     if zrange is None:
@@ -165,14 +167,14 @@ def feature_figure(matrix: np.ndarray, rows: list[str], title: str, *, n_heads: 
     fig.update_traces(selector=dict(type="heatmap"), xgap=0)
     if n_heads and n_heads > 1:
         d_k = n_cols // n_heads
-        # one white line between heads: the shapes add_vline makes, set at once (add_vline per line re-checks the
+        # one green line between heads: the shapes add_vline makes, set at once (add_vline per line re-checks the
         # subplots each time: 6 % of a class's server CPU, py-spy)
         fig.update_layout(shapes=[dict(type="line", xref="x", yref="y domain", x0=h * d_k - 0.5, x1=h * d_k - 0.5,
-                                       y0=0, y1=1, line=dict(color="white", width=2)) for h in range(1, n_heads)])
+                                       y0=0, y1=1, line=dict(color=HEAD_LINE, width=2)) for h in range(1, n_heads)])
         step = 1 if n_heads <= 8 else 2
         fig.update_xaxes(tickvals=[h * d_k + (d_k - 1) / 2 for h in range(0, n_heads, step)],
                          ticktext=[f"h{h}" for h in range(0, n_heads, step)], tickangle=0,
-                         title=dict(text=_("dimension ({h} heads × d_k={d_k})").format(h=n_heads, d_k=d_k)))
+                         title=dict(text=_("{h} heads × d_k={d_k}").format(h=n_heads, d_k=d_k)))  # fits a third of the page
     else:
         step = max(1, n_cols // 16)
         fig.update_xaxes(tickvals=list(range(0, n_cols, step)), ticktext=[f"d{j}" for j in range(0, n_cols, step)])
