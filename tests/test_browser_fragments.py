@@ -198,3 +198,20 @@ def test_the_same_tile_clicked_again_opens_it_again(app):
     sent_after(page, frames, pick("Head", "2"), focus_is("weights", 2, 3))
     sent_after(page, frames, click_tile(3 * 12 + 7), focus_is("weights", 7, 3))
     page.close()
+
+
+def test_pipeline_tab_reruns_only_the_steps(app):
+    page, frames = open_page(app, "/pipeline", text=TWELVE)
+    outside = "h1, [data-testid='stAlert'], [data-testid='stExpander'], [data-testid='stSidebarUserContent']"
+    before = page.evaluate(OUTSIDE, outside)
+    # the six steps are a part: a tab reruns neither the page's intro nor its parameter count
+    sent = sent_after(page, frames, lambda p: p.get_by_role("tab", name="Split heads", exact=True).click(),
+                      "() => document.body.innerText.includes('Split into 8 heads')")
+    assert SIDEBAR not in sent and b"parameters" not in sent and b"Split into 8 heads" in sent
+    assert page.evaluate(OUTSIDE, outside) == before
+    assert "step=Split+heads" in page.url or "step=Split%20heads" in page.url
+    # a new sentence changes the whole page: a full run, and the open tab stays open
+    sent = sent_after(page, frames, type_text("Kappa lambda mu nu."),
+                      "() => document.body.innerText.includes('5 tokens')")
+    assert SIDEBAR in sent and "Split into 8 heads" in page.inner_text("body")
+    page.close()
