@@ -48,6 +48,16 @@ def test_view_rollout_json_and_csv_of_the_causal_model(tmp_path):
     assert frame.shape == (8, 8) and frame.index[2] == "2: 3"
 
 
+def test_view_says_which_one_layer_options_it_ignores(capsys):
+    ids = "1 2 3 1 2 3"
+    assert main(["--model", "causal", "--text", ids, "--view", "rollout", "--format", "csv", "--out", "-"]) == 0
+    assert "ignored" not in capsys.readouterr().err
+    assert main(["--model", "causal", "--text", ids, "--view", "rollout", "--head", "2", "--layer", "1",
+                 "--format", "csv", "--out", "-"]) == 0
+    err = capsys.readouterr().err
+    assert "--view rollout combines every layer and head; ignored: --layer, --head" in err
+
+
 def test_view_flow_csv_matches_attention_flow(tmp_path, capsys):
     assert main(["--model", "causal", "--text", "1 2 3 1 2 3", "--view", "flow", "--format", "csv", "--out", "-"]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out), index_col=0)

@@ -140,6 +140,10 @@ def run(args: argparse.Namespace) -> Path:
     check_work(args, sentences, fmt)
     trace = build_trace(args)
     if args.view:  # one sentence across every layer (cli/moves.py)
+        if ignored := [flag for flag, given in (("--stage", args.stage != "weights"), ("--layer", args.layer != 0),
+                                                ("--head", args.head is not None)) if given]:
+            print(_("export: warning: --view {view} combines every layer and head; ignored: {flags}").format(
+                view=args.view, flags=", ".join(ignored)), file=sys.stderr)
         name, data = moves.view_output(trace, args.view, batch=args.batch, fmt=fmt, width=args.width,
                                        height=args.height, scale=args.scale)
         path = path / name if path is not None and str(path) != STDOUT and path.is_dir() else path or Path(name)
