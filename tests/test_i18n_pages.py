@@ -123,3 +123,27 @@ def test_export_command_in_chinese(tmp_path):
 
     assert main(["--text", "the cat", "--format", "csv", "--out", str(tmp_path / "x.csv")]) == 0
     assert language() == "en"  # the default sets English back
+
+
+def test_a_download_built_on_the_click_speaks_the_pages_language():
+    """The offline-HTML button's file is built when it is clicked, in a server thread outside the script run (no
+    language set there: English). ``ui.i18n.later`` carries the run's language to it."""
+    import json
+    import threading
+
+    from transformer_core.figures.slide import trace_html
+    from transformer_core.models.toy import run_toy
+    from transformer_core.nn.config import EncoderConfig
+    from transformer_core.text import i18n as core
+    from ui.i18n import later
+
+    trace = run_toy(["the cat sat"], EncoderConfig(d_model=16, n_heads=2))
+    with core.use_language("zh"):
+        build = later(lambda: trace_html(trace, ("weights",)))
+    built: list[str] = []
+    click = threading.Thread(target=lambda: built.append(build()))  # a fresh thread: the language's default
+    click.start()
+    click.join()
+    page = built[0]
+    assert '<html lang="zh">' in page and "填充掩码" in page  # the page's language, the settings line
+    assert json.dumps("注意力权重").strip('"') in page and "Attention weights" not in page  # figure titles

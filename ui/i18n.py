@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import functools
 import gettext
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import streamlit as st
+
+T = TypeVar("T")
 
 LANGUAGES = {"en": "English", "zh": "中文"}  # as transformer_core.text.i18n.LANGUAGES (a test checks)
 DEFAULT = "en"
@@ -92,6 +95,19 @@ def _(message: str, code: str | None = None) -> str:
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     return _catalog(language()).ngettext(singular, plural, n)
+
+
+def later(build: Callable[[], T]) -> Callable[[], T]:
+    """``build`` to be called after this run, in this run's language: a download button's ``data`` callable runs on
+    the click, in a server thread outside any script run, where ``transformer_core`` would speak English."""
+    from transformer_core.text import i18n as core
+
+    code = core.language()
+
+    def run() -> T:
+        with core.use_language(code):
+            return build()
+    return run
 
 
 def switch() -> None:

@@ -11,7 +11,7 @@ from transformer_core.records.trace import Trace
 from transformer_core.records.schema import Limits
 
 from .labels import and_list, sentence_label
-from .i18n import N_, _, ngettext
+from .i18n import N_, _, later, ngettext
 from .markdown import plain
 from .state import MAX_HEADS, MAX_SENTENCES, MAX_TOKENS, bind_url
 
@@ -87,15 +87,17 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
     """Whole-trace JSON (reopens the view) and one offline HTML file of the shown figures."""
     stem = figures.figure_filename("trace", None, layer, trace.tokens[batch])
 
+    title = _("Attention Explorer")
+
     def html() -> str:  # one slide per stage and head, each titled with its stage (figures/slide.py)
-        return trace_html(trace, stages, batch=batch, layer=layer)
+        return trace_html(trace, stages, batch=batch, layer=layer, title=title)
 
     c1, c2 = st.columns(2)
     c1.download_button("⬇ " + _("Every stage as JSON (tokens, settings, seed, all tensors)"), key=f"{key_prefix}json",
                        data=lambda: serialize.trace_to_json(trace), file_name=f"{stem}.json",
                        mime="application/json", on_click="ignore", width="stretch")
-    c2.download_button("⬇ " + _("These figures as one offline HTML file"), key=f"{key_prefix}html", data=html,
-                       file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
+    c2.download_button("⬇ " + _("These figures as one offline HTML file"), key=f"{key_prefix}html",
+                       data=later(html), file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
 
 
 def read_upload(data: bytes, stages: tuple[str, ...]) -> tuple[Trace | None, str | None]:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..text.i18n import _
+from ..text.i18n import _, language
 from ..text.tokenize import normalize_text
 from .trace import PATTERN_STAGES, Trace
 from .schema import Limits, check_document
@@ -237,7 +237,7 @@ def figures_to_html(figs: list, title: str, *, description: str = "", config: di
                                  config=config, div_id=f"figure-{i}"))
     body = "\n".join(f'<section class="figure">{p}</section>' for p in parts) or "<p>No figures.</p>"
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        f"<!DOCTYPE html>\n<html lang=\"{language()}\">\n<head>\n<meta charset=\"utf-8\">\n"  # the texts' language
         f"<title>{html.escape(title)}</title>\n"
         "<style>body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222;}"
         " h1{font-size:1.3rem;font-weight:600;margin:0 0 .3rem;} p.description{color:#555;margin:0 0 1rem;}"
