@@ -126,7 +126,7 @@ fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, 
 
 st.subheader(_("Per-head statistics"))
 st.caption(_("Sentence {b}, averaged over its {n} real query rows. Click a column header to sort; select a row to open "
-             "that head. Entropy runs from 0 (all weight on one key) to ln {tokens} = {max} (spread evenly over every "
+             "that head in the head view above ↑. Entropy runs from 0 (all weight on one key) to ln {tokens} = {max} (spread evenly over every "
              "key).").format(b=batch, n=n_real, tokens=n_tokens, max=number(math.log(n_tokens), ".2f")))
 share = _("Share of each query's attention that goes to {} keys (mean over real queries).")
 shown = stats.copy()

@@ -68,6 +68,10 @@ def test_weights_scale_is_zero_to_largest_visible_weight_unless_fixed():
     at = run(text="a b c d e f g h", scale="fixed")
     assert focus(at)["data"][0]["zmax"] == 1.0
     assert "fixed 0 – 1" in focus(at)["layout"]["title"]["text"]
+    assert any(c.value.startswith("All 8 heads, same colours.") for c in at.caption)
+    # row by row: only the large head; the tiles' caption says they are not
+    at = run(text="a b c d e f g h", scale="row")
+    assert any(c.value.startswith("All 8 heads, one colour range for all (not row by row).") for c in at.caption)
 
 
 def test_masked_equal_to_raw_is_said_in_one_line():

@@ -84,8 +84,10 @@ def test_minilm_bad_ablate_falls_back_with_a_note_and_rank_button_ranks():
 
 @needs_minilm
 def test_minilm_click_to_ablate_mode_says_so_and_a_tampered_head_list_is_dropped():
-    at = _open("pages/minilm.py", text=TEXT)
+    at = _open("pages/minilm.py", text=TEXT, layer="2", head="5")
     assert not any("Dashed frames" in c.value for c in at.caption)
+    # under the overview, in view at 1280×720: what a tile click opened (the head view is below the fold)
+    assert any(c.value == "Open below: **layer 2 · head 5** ↓" for c in at.caption)
     assert "ablated" not in _fig(at, "overview")["layout"]["meta"]  # nothing ablated: the figure is as before
     at.toggle(key="minilm_ablate_click").set_value(True).run()
     overview = _fig(at, "overview")
@@ -94,12 +96,15 @@ def test_minilm_click_to_ablate_mode_says_so_and_a_tampered_head_list_is_dropped
     assert overview["layout"]["meta"]["ablated"] == []
     assert any("to ablate that head" in m.value for m in at.markdown)
     assert not any("to open that head below" in m.value for m in at.markdown)
+    assert any(c.value.startswith("Ablated: **none**.") for c in at.caption)
+    assert not any(c.value.startswith("Open below") for c in at.caption)
     # a session value no widget can produce (a script or a stale session): the valid heads stay, the rest go
     at.session_state["minilm_ablate"] = ["L3H7", "L99H0", 5]
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.multiselect(key="minilm_ablate").value == ["L3H7"] and at.query_params["ablate"] == "L3H7"
     assert _fig(at, "overview")["layout"]["meta"]["ablated"] == [[3, 7]]
+    assert any(c.value.startswith("Ablated: **L3H7**.") for c in at.caption)
 
 
 def test_causal_prediction_and_ablation_links():

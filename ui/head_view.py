@@ -143,7 +143,10 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         with where["answer"]:
             explain_panel.first_line(trace, batch=batch, layer=layer, head=head, query=cell[0], key=cell[1])
     with where["tiles"]:
-        st.caption(_("All {h} heads, same colours. **Click a tile's centre** to focus that head.").format(h=data.shape[1]))
+        by_row = scale == "row" and stage == "weights"  # only the large head is coloured row by row
+        st.caption((_("All {h} heads, one colour range for all (not row by row). **Click a tile's centre** to focus "
+                      "that head.") if by_row else
+                    _("All {h} heads, same colours. **Click a tile's centre** to focus that head.")).format(h=data.shape[1]))
         n_cols = 4 if data.shape[1] > 2 else data.shape[1]
         # the focused head's tile is framed: the figure is resent when the head changes (one small chart)
         tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols, head), lambda: heads_figure(
@@ -174,7 +177,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                         config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
                                                     fmt))
         if wide and len(trace.tokens[batch]) > figures.MAX_TICKS:
-            st.caption(_("{n} tokens: every {k}th is labelled (hover names each cell). Drag over the figure to zoom "
+            st.caption(_("{n} tokens: one position in {k} is labelled (hover names each cell). Drag over the figure to zoom "
                          "in; double-click to zoom out.").format(n=n, k=-(-n // figures.MAX_TICKS)))
     if all_large:
         st.markdown("##### " + _("All heads of {name}, large").format(name=name))
