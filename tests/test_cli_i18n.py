@@ -73,3 +73,12 @@ def test_a_chinese_export_leaves_the_callers_language_as_it_was(capsys):
     main(["--text", "a b", "--format", "csv", "--out", "-", "--lang", "zh"])
     main(["--text", " ", "--lang", "zh"])
     assert language() == "en"
+
+
+def test_a_size_error_is_chinese_after_the_chinese_prefix(capsys):
+    """A new user's slip (7 heads for d_model 64) is explained in the language of --lang, not English inside 错误."""
+    from transformer_core.cli.export import main
+
+    assert main(["--text", "a b", "--n-heads", "7", "--lang", "zh"]) != 0
+    err = capsys.readouterr().err
+    assert "n_heads=7 不能整除 d_model=64" in err and "does not divide" not in err

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..text.i18n import _
+
 ACTIVATIONS = ("relu", "gelu")
 
 
@@ -36,10 +38,8 @@ class EncoderConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(
-                f"n_heads={self.n_heads} does not divide d_model={self.d_model}; "
-                f"choose one of {divisors(self.d_model)}"
-            )
+            raise ValueError(_("n_heads={n_heads} does not divide d_model={d_model}; choose one of {choices}").format(
+                n_heads=self.n_heads, d_model=self.d_model, choices=divisors(self.d_model)))  # a CLI user's error
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.activation not in ACTIVATIONS:
