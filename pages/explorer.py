@@ -37,8 +37,9 @@ if trace is None:
 
 with main:
     sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]
+    shown = tuple(s for s in head_view.STAGES if trace.has(s))  # a reopened file may hold only the four it needs
     stage, batch, _layer, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences,
-                                                                      stages=head_view.STAGES + moves.norm_stages(trace))
+                                                                      stages=shown + moves.norm_stages(trace))
     if trace.lengths[batch] == 0:
         st.warning(_("This sentence has no tokens: every position is padding."), icon=":material/warning:")
     head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,

@@ -186,3 +186,21 @@ def test_two_sentences_cut_are_named_in_plain_english(monkeypatch):
     doc["truncated"] = [True, True]
     at = upload(monkeypatch, json.dumps(doc))
     assert [i.value for i in at.info if "cut" in i.value] == ["Sentences 0 and 1 were cut to 2 and 3 tokens."]
+
+
+def test_a_file_without_q_k_v_offers_only_its_own_stages(monkeypatch):
+    """A file needs only scores, masked scores, weights and context: Q, K and V are not offered (picking one
+    raised KeyError), and a link asking for one falls back to the weights with a note."""
+    doc = copy.deepcopy(ONE)
+    doc["stages"] = {k: v for k, v in doc["stages"].items() if k.rsplit(".", 1)[-1] not in ("q", "k", "v")}
+    at = upload(monkeypatch, json.dumps(doc), stage="q")
+    assert any("Showing the uploaded trace" in i.value for i in at.info)
+    assert at.segmented_control(key="explorer_stage").options == ["scores", "masked", "weights", "context"]
+    assert at.segmented_control(key="explorer_stage").value == "weights"
+    assert any("stage=q" in w.value for w in at.warning)
+
+
+def test_a_file_without_a_format_field_says_it_is_missing(monkeypatch):
+    for text in ("{}", '{"format": null}'):
+        assert refusal(upload(monkeypatch, text)) == ("That file cannot be shown: not a trace document: its 'format' "
+                                                      "field is missing (expected 'attention-explorer-trace/1')")

@@ -145,6 +145,9 @@ def trace_from_json(text: str | bytes, *, limits: Limits = Limits(),
         raise ValueError(_("not JSON: {error}").format(error=str(err)[:160])) from None
     except RecursionError:
         raise ValueError(_("not a trace: it is nested far too deeply (a trace is 7 levels deep)")) from None
+    if isinstance(doc, dict) and doc.get("format") is None:
+        raise ValueError(_("not a trace document: its {field} field is missing (expected {expected})").format(
+            field="'format'", expected=repr(FORMAT)))
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         found = found[:80] if isinstance(found, str) else found if found is None else type(found).__name__

@@ -49,6 +49,10 @@ class Trace:
         weights = next(k for k in self.stages if k.startswith("layers.") and k.endswith(".attention.weights"))
         return self.stages[weights].shape[1]
 
+    def has(self, name: str, layer: int = 0) -> bool:
+        """Whether :meth:`stage` finds ``name`` in ``layer`` (a reopened file may hold only some stages)."""
+        return any(key in self.stages for key in (f"layers.{layer}.attention.{name}", f"layers.{layer}.{name}", name))
+
     def stage(self, name: str, layer: int = 0) -> np.ndarray:
         """One attention stage of one layer, e.g. ``stage("weights")`` → ``[batch, head, query_pos, key_pos]``.
 
