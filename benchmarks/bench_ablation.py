@@ -28,6 +28,7 @@ from transformer_core.analysis.ablation import ablate, sentence_embeddings  # no
 from transformer_core.analysis.ablation_minilm import inputs_of, rank_heads  # noqa: E402
 from transformer_core.models.minilm import load_minilm  # noqa: E402
 from transformer_core.models.minilm_trace import run_minilm  # noqa: E402
+from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 BATCHES = {
     "2 sentences, 11 + 18 tokens": ["a teacher explains attention to the whole class",
@@ -64,7 +65,7 @@ def timed(fn, repeats: int) -> tuple[float, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--threads", type=positive, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -73,6 +73,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from browser_utils import browser, chromium_missing, streamlit_server  # noqa: E402
+from cli_args import positive, token_count  # noqa: E402  (benchmarks/, beside this script)
 
 SIZES = (16, 128, 512)
 CACHE = ROOT / "artifacts" / "bertviz_js"  # /artifacts/ is git-ignored
@@ -414,10 +415,10 @@ def loadavg() -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI: 16 tokens only, 1 repeat, 20 s timeout")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per cell (default 3)")
+    parser.add_argument("--repeats", type=positive, default=None, help="timed runs per cell (default 3)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds before a view counts as not drawn "
                                                                     "(default 60)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=None, help="token counts (default 16 128 512)")
+    parser.add_argument("--sizes", type=token_count, nargs="+", default=None, help="token counts (default 16 128 512)")
     parser.add_argument("--models", nargs="+", choices=list(OUR_PAGES), default=list(OUR_PAGES))
     parser.add_argument("--quiet-ms", type=float, default=750, help="our page counts as settled after this "
                                                                      "long without a chart change")

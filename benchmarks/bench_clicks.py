@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from browser_utils import browser, chromium_missing, free_port, streamlit_server  # noqa: E402
+from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 TWELVE = "The animal didn't cross the street because it was too tired."
 LONG = " ".join(f"w{i}" for i in range(128))  # 128 word-level tokens
@@ -220,7 +221,7 @@ CASES = [  # (name, path, query, interactions)
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=positive, default=5)
     parser.add_argument("--only", default="", help="only interactions whose 'case: name' contains one of these "
                                                    "comma-separated texts (a comma followed by a space belongs to "
                                                    "the text: 'explorer, 12 tokens: head,causal')")

@@ -32,6 +32,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from bench_bertviz import measure_change, measure_page  # noqa: E402
 from browser_utils import browser, chromium_missing, streamlit_server  # noqa: E402
+from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 TWELVE = "The animal didn't cross the street because it was too tired."
 LONG = " ".join(f"w{i}" for i in range(128))
@@ -102,11 +103,13 @@ def server_cpu(query: dict, repeats: int) -> tuple[float, float, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repeat of the first two interactions")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=positive, default=5)
     parser.add_argument("--only", default="", help="run only the interactions whose name contains this text")
     args = parser.parse_args()
     repeats = 1 if args.quick else args.repeats
     cases = INTERACTIONS[:2] if args.quick else [i for i in INTERACTIONS if args.only in i[0]]
+    if not cases:
+        parser.error(f"--only {args.only!r} matches no interaction; there are: " + "; ".join(i[0] for i in INTERACTIONS))
     print(f"# Click to drawn — median of {repeats}; load average at start {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores\n")
     print("| settings | server CPU per rerun, trace cached (s) | … trace computed (s) | figure bytes |")

@@ -31,6 +31,7 @@ import torch  # noqa: E402
 
 from transformer_core.nn.hooks import capture  # noqa: E402
 from transformer_core.models.minilm import MAX_POSITIONS, load_minilm, model_dir  # noqa: E402
+from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 LENGTHS = (16, 128, MAX_POSITIONS)
 TEXT = ("Attention lets every token look at every other token of the sentence, weigh how relevant "
@@ -64,8 +65,8 @@ def median_ms(fns: list, repeats: int, warmup: int) -> list[float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (for CI)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per cell")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--repeats", type=positive, default=None, help="timed runs per cell")
+    parser.add_argument("--threads", type=positive, default=None,
                         help="torch intra-op threads (default: torch's choice); 1 is steadier on a busy machine")
     args = parser.parse_args(argv)
     if args.threads:

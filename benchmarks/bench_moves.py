@@ -28,6 +28,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from bench_bertviz import measure_change, measure_page  # noqa: E402
 from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
+from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 TWELVE = "The animal didn't cross the street because it was too tired."
 WORDS = ("the old fisherman finally sat down to rest after a long day at the busy harbour near the town where "
@@ -82,7 +83,7 @@ def flow_times(lengths: list[int], repeats: int) -> list[tuple[int, float, float
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, short flows, two interactions")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=positive, default=5)
     parser.add_argument("--no-flow", action="store_true", help="skip the in-process flow timings")
     parser.add_argument("--only", default="", help="run only the interactions whose name contains this text")
     args = parser.parse_args()
@@ -99,6 +100,8 @@ def main() -> int:
         print(f"| browser | skipped: {missing} |")
         return 0
     cases = INTERACTIONS[:2] if args.quick else [i for i in INTERACTIONS if args.only in i[0]]
+    if not cases:
+        parser.error(f"--only {args.only!r} matches no interaction; there are: " + "; ".join(i[0] for i in INTERACTIONS))
     rows = []
     with streamlit_server() as url, browser() as chromium:
         for name, into, back in cases:

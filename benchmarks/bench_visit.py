@@ -31,6 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks"), str(RO
 from bench_bertviz import measure_page  # noqa: E402
 from bench_clicks import server_at  # noqa: E402
 from browser_utils import browser, chromium_missing, streamlit_server  # noqa: E402
+from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 TWELVE = "The animal didn't cross the street because it was too tired."
 PAGES = {
@@ -72,7 +73,7 @@ def visit(b, url: str) -> tuple[float, float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=positive, default=5)
     parser.add_argument("--nginx", action="store_true", help="through deploy/run_local.py's nginx (1 replica)")
     parser.add_argument("--quick", action="store_true", help="one visit of two pages (CI)")
     parser.add_argument("--pages", default="", help=f"comma-separated, of: {', '.join(PAGES)} (default: all)")

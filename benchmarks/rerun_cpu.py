@@ -28,6 +28,7 @@ sys.path[:0] = [str(ROOT / "deploy"), str(ROOT / "benchmarks")]
 
 import run_local  # noqa: E402
 from st_session import StreamlitSession  # noqa: E402
+from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 TEXT = "the cat sat on the mat because it was tired\nthe dog sat on the river bank"
 WORDS = ["cat", "dog", "sat", "on", "the", "mat", "river", "bank", "tired", "street", "a", "was"]
@@ -112,7 +113,7 @@ async def measure(url: str, proc: psutil.Process, repeats: int) -> list[tuple[st
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=8)
+    ap.add_argument("--repeats", type=positive, default=8)
     args = ap.parse_args()
     port = run_local.free_port()
     log = open(Path("/tmp") / f"rerun_cpu_{port}.log", "w")

@@ -64,3 +64,15 @@ def test_load_class_runs_with_churn_and_no_errors():
     opened = int(result.stdout.split("sessions at once (")[1].split(" in all")[0])
     assert opened > 3  # seats were re-used by new sessions
     print(result.stdout)
+
+
+@pytest.mark.parametrize("script, argv, said", [
+    ("bench_explorer.py", ["--repeats", "0"], "--repeats: must be at least 1, got 0"),  # was "no median for empty data"
+    ("bench_ablation.py", ["--threads", "-3"], "--threads: must be at least 1, got -3"),  # was torch's RuntimeError
+    ("bench_bertviz.py", ["--sizes", "0"], "--sizes: must be 2 to 512 tokens"),
+    ("bench_moves.py", ["--only", "zzz"], "--only 'zzz' matches no interaction"),  # printed an empty table
+])
+def test_a_bad_benchmark_argument_is_one_line_and_exit_2(script, argv, said):
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *argv], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 2 and said in result.stderr and "Traceback" not in result.stderr
