@@ -38,3 +38,6 @@ def test_bad_arguments_exit_2(capsys):
     assert main(["--model", "causal", "--text", "5 1", "--d-model", "8"]) == 2
     assert main(["--text", "the cat", "--step", "200"]) == 2
     assert main(["--model", "causal", "--text", " ".join(["1"] * 49)]) == 2
+    # two sequences are not joined into one longer one without a word (elsewhere a second --text is a batch)
+    assert main(["--model", "causal", "--text", "1 2 3", "--text", "4 5 6"]) == 2
+    assert "reads one sequence of token ids, got 2" in capsys.readouterr().err

@@ -123,7 +123,8 @@ def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
     (``--text "5 17 3 5 17 3"``), checkpoint ``--step`` (default final), causal mask on unless ``--no-causal``.
 
     Raises:
-        UsageError: toy/MiniLM-only options, ids that are not 0…63, more than 48 tokens, an unknown step.
+        UsageError: toy/MiniLM-only options, more than one sequence, ids that are not 0…63, more than 48 tokens,
+            an unknown step.
         ExportError: the committed weights are missing or corrupt.
     """
     from ..models.causal import CAUSAL_CONFIG, CausalUnavailable, checkpoint_steps, parse_tokens, run_causal
@@ -135,8 +136,11 @@ def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
                                   "2-layer × 4-head model)",
                                   "{options} apply only to --model toy or minilm (the causal model is a fixed "
                                   "2-layer × 4-head model)", len(given)).format(options=", ".join(given)))
+    if len(sentences) > 1:  # a batch elsewhere; joining them silently would make one longer sequence
+        raise UsageError(_("--model causal reads one sequence of token ids, got {n}: pass them in one --text on one "
+                           "line").format(n=len(sentences)))
     try:
-        ids = parse_tokens(" ".join(sentences))
+        ids = parse_tokens(sentences[0])
     except ValueError as err:
         raise UsageError(str(err)) from err
     if len(ids) > CAUSAL_CONFIG.max_positions:
