@@ -188,10 +188,11 @@ def test_nothing_recorded_after_exception_inside_block():
     assert hooks._ACTIVE.get() == ()
     mha(query, memory, memory)
     assert stages == {}
-    # an exception from the forward pass itself (bad shape) also ends the capture
+    # an exception from the forward pass itself (a mask that does not broadcast: after Q, K, V and the scores are
+    # recorded) also ends the capture
     with pytest.raises(RuntimeError):
         with capture(mha) as stages2:
-            mha(query, memory[..., :5], memory)
+            mha(query, memory, memory, torch.ones(3, 3, dtype=torch.bool))
     assert hooks._ACTIVE.get() == ()
     n_before = len(stages2)
     mha(query, memory, memory)

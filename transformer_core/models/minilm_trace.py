@@ -10,9 +10,9 @@ import torch
 
 from ..nn.hooks import capture
 from .minilm import MAX_POSITIONS, MINILM_CONFIG, load_minilm, whole_number
-from ..text.tokenize import PAD, TokenBatch, wordpiece_encode
+from ..text.tokenize import PAD, TokenBatch, sentence_list, wordpiece_encode
 from ..records.trace import Trace
-from .toy import build_mask
+from .toy import build_mask, flag
 
 
 def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 128,
@@ -39,10 +39,11 @@ def run_minilm(sentences: list[str], *, padding: bool = True, max_tokens: int = 
 
     Raises:
         ValueError: no sentence has a token, ``max_tokens`` is not in 2…512, or ``n_layers`` not in 1…6.
+        TypeError: ``sentences`` is one string (not a list) or ``padding`` is not a bool.
         PretrainedUnavailable: the MiniLM package is missing or its files are corrupt.
     """
     max_tokens = whole_number(max_tokens, "max_tokens", 2, MAX_POSITIONS, " ([CLS] and [SEP] included)")
-    sentences = list(sentences)
+    sentences, padding = sentence_list(sentences), flag(padding, "padding")
     model, tokenizer = load_minilm()
     encodings = wordpiece_encode(sentences) if sentences else []
     if not any(len(e.ids) > sum(e.special_tokens_mask) for e in encodings):

@@ -6,6 +6,7 @@ Mask convention: ``True`` = may attend. Shape legend: batch, head, query_pos, ke
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..nn import masks
@@ -31,6 +32,14 @@ def build_mask(batch: TokenBatch, causal: bool, padding: bool) -> torch.Tensor |
     return mask.expand(len(batch.lengths), 1, n, n)
 
 
+def flag(value, name: str) -> bool:
+    """``value`` as a bool when it is one (``True``/``False``, NumPy's too); ``TypeError`` otherwise: the string
+    ``"no"`` is truthy and would silently mean on."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def run_toy(sentences: list[str], config: EncoderConfig, *, tokenizer: str = "word",
             causal: bool = False, padding: bool = True, max_tokens: int = 64) -> Trace:
     """Run the random-weight encoder on ``sentences`` and capture every stage.
@@ -39,7 +48,12 @@ def run_toy(sentences: list[str], config: EncoderConfig, *, tokenizer: str = "wo
 
     Raises:
         ValueError: no sentence has a token, or a bad tokenizer name.
+        TypeError: ``sentences`` is one string, ``config`` is not an :class:`EncoderConfig`, or ``causal`` /
+            ``padding`` is not a bool.
     """
+    if not isinstance(config, EncoderConfig):
+        raise TypeError(f"config must be an EncoderConfig, got {type(config).__name__}")
+    causal, padding = flag(causal, "causal"), flag(padding, "padding")
     batch = batch_tokens(sentences, tokenizer, max_tokens)
     if batch.max_len == 0:
         raise ValueError("no tokens: type at least one word")

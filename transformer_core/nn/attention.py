@@ -53,8 +53,8 @@ def mask_scores(scores: torch.Tensor, mask: torch.Tensor | None, fill_value: flo
 def masked_softmax(masked_scores: torch.Tensor, mask: torch.Tensor | None, zero_empty_rows: bool = True) -> torch.Tensor:
     """Softmax over key positions in float32, with blocked weights exactly 0.
 
-    A query row with no visible key gets weights of exactly 0 (so its context is 0)
-    rather than NaN (what ``-inf`` fill gives) or uniform weights (what ``-1e9`` gives).
+    A query row with no visible key (with no ``mask``: a row of −inf scores) gets weights of exactly 0
+    (so its context is 0) rather than NaN (what ``-inf`` fill gives) or uniform weights (what ``-1e9`` gives).
     Pass ``zero_empty_rows=False`` to see the raw softmax, as the seeds compute it.
 
     Raises:
@@ -64,6 +64,8 @@ def masked_softmax(masked_scores: torch.Tensor, mask: torch.Tensor | None, zero_
     weights = torch.softmax(masked_scores.float(), dim=-1)
     if mask is not None and zero_empty_rows:
         weights = weights.masked_fill(~mask, 0.0)  # also clears NaN of empty rows
+    elif zero_empty_rows:  # scores masked by the caller (−inf), no mask given: an all −inf row is empty too
+        weights = weights.masked_fill(torch.isneginf(masked_scores).all(-1, keepdim=True), 0.0)
     return weights
 
 
@@ -144,7 +146,8 @@ class MultiHeadAttention(nn.Module):
     ``[batch, query_pos, d_model]``; ``output`` (after residual and LayerNorm).
 
     Raises:
-        ValueError: ``n_heads`` does not divide ``d_model`` or a size is not positive.
+        ValueError: ``n_heads`` does not divide ``d_model``, a size is not positive, ``fill_value`` is NaN or
+            +inf, or ``layer_norm_eps`` is not in (0, 1) (each would put NaN in the output).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, *,
@@ -154,6 +157,10 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model and n_heads must be positive, got d_model={d_model}, n_heads={n_heads}")
         if d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+        if fill_value != fill_value or fill_value == float("inf"):
+            raise ValueError(f"fill_value must be -inf or a finite number, got {fill_value!r}")
+        if not 0 < layer_norm_eps < 1:
+            raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {layer_norm_eps!r}")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.fill_value = fill_value
         self.W_Q = nn.Linear(d_model, d_model)
@@ -187,9 +194,19 @@ class MultiHeadAttention(nn.Module):
         weights are per head, never averaged.
 
         Raises:
-            TypeError: ``mask`` is not ``torch.bool`` (see :func:`transformer_core.nn.masks.require_bool`).
+            TypeError: ``mask`` is not ``torch.bool`` (see :func:`transformer_core.nn.masks.require_bool`), or an
+                input's dtype is not the module's (float32 unless converted).
+            ValueError: an input is not ``[batch, pos, d_model]``, or key and value differ in shape.
         """
         require_bool(mask)
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x.dtype != self.W_Q.weight.dtype:
+                raise TypeError(f"{name} is {x.dtype}, the module's weights are {self.W_Q.weight.dtype}: convert one "
+                                f"(x.to(torch.float32) or module.to(x.dtype))")
+            if x.dim() != 3 or x.shape[-1] != self.d_model:
+                raise ValueError(f"{name} must be [batch, pos, d_model={self.d_model}], got {list(x.shape)}")
+        if key.shape != value.shape:
+            raise ValueError(f"key and value must have the same shape, got {list(key.shape)} and {list(value.shape)}")
         batch, n_query, _ = query.shape
         # 1. project and split into heads
         q = self.hook_q(self._split_heads(self.W_Q(query)))  # [batch, head, query_pos, d_k]

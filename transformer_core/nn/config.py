@@ -6,11 +6,22 @@ Frozen ⇒ hashable ⇒ usable as a cache key. Validation names the bad value
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from ..text.i18n import _
 
 ACTIVATIONS = ("relu", "gelu")
+
+
+def _whole(value) -> int | None:
+    """``value`` as an int if it is an integer (Python's or NumPy's; not a bool, not a float), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -35,8 +46,9 @@ class EncoderConfig:
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "d_ff", "n_layers"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if _whole(value) is None or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            object.__setattr__(self, name, _whole(value))  # NumPy's integers too, stored as int
         if self.d_model % self.n_heads:
             raise ValueError(_("n_heads={n_heads} does not divide d_model={d_model}; choose one of {choices}").format(
                 n_heads=self.n_heads, d_model=self.d_model, choices=divisors(self.d_model)))  # a CLI user's error
@@ -44,8 +56,12 @@ class EncoderConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if _whole(self.seed) is None or not 0 <= self.seed < 2**63:  # torch.manual_seed takes a signed 64-bit int
+            raise ValueError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
+        object.__setattr__(self, "seed", _whole(self.seed))
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:  # also NaN and inf
+            raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {eps!r}")
 
     @property
     def d_k(self) -> int:

@@ -228,6 +228,17 @@ class TokenBatch:
         return max(self.lengths, default=0)
 
 
+def sentence_list(sentences) -> list[str]:
+    """``sentences`` as a list of strings. Raises ``TypeError`` for one bare string (it would be read as one
+    sentence per character) or an item that is not a string."""
+    if isinstance(sentences, str | bytes):
+        raise TypeError("sentences must be a list of strings, got one string: wrap it in a list, e.g. [text]")
+    sentences = list(sentences)
+    if bad := next((s for s in sentences if not isinstance(s, str)), None):
+        raise TypeError(f"sentences must be strings, got {type(bad).__name__}")
+    return sentences
+
+
 def batch_tokens(sentences: list[str], tokenizer: str = "word", max_tokens: int = 64) -> TokenBatch:
     """Tokenize each sentence, cut to ``max_tokens``, pad to the longest with ``[PAD]``.
 
@@ -238,7 +249,7 @@ def batch_tokens(sentences: list[str], tokenizer: str = "word", max_tokens: int 
         raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)}, got {tokenizer!r}")
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-    split = [TOKENIZERS[tokenizer](s) for s in sentences]
+    split = [TOKENIZERS[tokenizer](s) for s in sentence_list(sentences)]
     cut = [t[:max_tokens] for t in split]
     width = max((len(t) for t in cut), default=0)
     return TokenBatch(
