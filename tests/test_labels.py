@@ -133,3 +133,10 @@ def test_url_notes_quote_the_link_as_inert_text(query, quoted):
     notes = [w.value for w in at.warning if "URL parameter" in w.value]
     assert len(notes) == 1 and shown(notes[0]).startswith(quoted), notes
     assert not re.search(r"https?\\?:/|www\\\.|\\?:material", notes[0].replace(WORD_JOINER, "\x00"))
+
+
+def test_spans_writes_runs_as_ranges():
+    from ui.labels import spans
+
+    assert spans([0, 1, 2, 3, 7]) == "0–3 and 7" and spans([5]) == "5" and spans([]) == ""
+    assert spans([9, 2, 3, 11, 10]) == "2–3 and 9–11" and spans([1, 3, 5]) == "1, 3 and 5"

@@ -46,6 +46,17 @@ def and_list(items: Iterable) -> str:
     return _("{items} and {last}").format(items=_(", ").join(words[:-1]), last=words[-1])
 
 
+def spans(positions: Iterable[int]) -> str:
+    """``[0, 1, 2, 3, 7]`` → ``"0–3 and 7"``: runs of consecutive positions as ranges (``""`` for none)."""
+    runs: list[list[int]] = []
+    for p in sorted(positions):
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return and_list(f"{a}–{b}" if b > a else f"{a}" for a, b in runs)
+
+
 def numbered(one: str, numbers: Iterable[int], many: str | None = None) -> str:
     """``numbered("sentence", [1])`` → ``"sentence 1"``; ``[0, 2]`` → ``"sentences 0 and 2"``."""
     numbers = list(numbers)
