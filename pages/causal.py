@@ -4,15 +4,14 @@ from ui import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
-from functools import partial
-
 import pandas as pd
 import streamlit as st
 
 from transformer_core.figures import stage as figures
 from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
-from transformer_core.figures.overview import overview_figure
-from ui import callbacks, fragments, head_parts, state
+from transformer_core.analysis.ablation import format_heads
+from transformer_core.figures.overview import mark_ablated, overview_figure
+from ui import fragments, head_parts, state
 from ui import causal_compute as causal
 from ui import ablation, predictions
 from ui import minilm_moves as moves
@@ -128,15 +127,28 @@ if not mask_on:
 # ------------------------------------------------------------------ overview
 
 
-st.markdown(_("**All {layers} layers × {heads} heads** (attention weights; rows = queries, columns = keys). Look for "
-              "the **previous-token head** (the diagonal just below the main one) in layer 0 and the **induction "
-              "stripe** (a diagonal offset by the period, in the second half) in layer 1. **Click a tile's centre** "
-              "to open that head below.").format(layers=N_LAYERS, heads=N_HEADS))
+clicking = bool(ss.get("causal_ablate_click"))  # "Click tiles to ablate heads", drawn under the colour control
+st.markdown((_("**All {layers} layers × {heads} heads** (attention weights; rows = queries, columns = keys). Look for "
+               "the **previous-token head** (the diagonal just below the main one) in layer 0 and the **induction "
+               "stripe** (a diagonal offset by the period, in the second half) in layer 1. **Click a tile's centre** "
+               "to ablate that head in “What a head does” below, or to bring it back.") if clicking else
+             _("**All {layers} layers × {heads} heads** (attention weights; rows = queries, columns = keys). Look for "
+               "the **previous-token head** (the diagonal just below the main one) in layer 0 and the **induction "
+               "stripe** (a diagonal offset by the period, in the second half) in layer 1. **Click a tile's centre** "
+               "to open that head below.")).format(layers=N_LAYERS, heads=N_HEADS))
 color = moves.color_control("causal_", moves.CAUSAL_COLORS)  # ?color=: tiles fade by a head-type score
-st.plotly_chart(moves.causal_overview(overview_figure(trace, 0, height=380), trace, period, color), key="causal_overview",
-                on_select=partial(callbacks.open_tile, "causal_overview", "causal_layer", "causal_head", N_HEADS, N_LAYERS),
-                selection_mode="points",
+ablation.click_toggle("causal_")
+overview = moves.causal_overview(overview_figure(trace, 0, height=380), trace, period, color)
+if (ablated := ablation.ablated_heads("causal_", N_LAYERS, N_HEADS, ablation.CAUSAL_DEFAULT)) or clicking:
+    overview = mark_ablated(overview, ablated, clicking)
+if ablated:
+    st.caption(_("Dashed frames: the heads ablated in “What a head does” below ({heads}). The overview shows them "
+                 "intact.").format(heads=plain(format_heads(ablated, ", "))))
+open_head = {"layer_key": "causal_layer", "head_key": "causal_head", "n_heads": N_HEADS}
+st.plotly_chart(overview, key="causal_overview", selection_mode="points",
+                on_select=ablation.tile_callback("causal_overview", open_head, "causal_", N_LAYERS),
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
+ablation.click_note(st, "causal_", N_LAYERS, N_HEADS, default=ablation.CAUSAL_DEFAULT)
 
 # ------------------------------------------------------------------ head scores
 st.subheader(_("Head scores"))

@@ -215,3 +215,17 @@ def test_pipeline_tab_reruns_only_the_steps(app):
                       "() => document.body.innerText.includes('5 tokens')")
     assert SIDEBAR in sent and "Split into 8 heads" in page.inner_text("body")
     page.close()
+
+
+def test_causal_tiles_ablate_in_click_mode(app):
+    """The causal page's overview (outside the head view's part) opens heads, or with the toggle on ablates them."""
+    page, frames = open_page(app, "/causal")
+    sent_after(page, frames, click_tile(0 * 4 + 2), focus_is("weights", 2, 0))  # L0H2 opens
+    page.get_by_test_id("stCheckbox").filter(has_text="Click tiles to ablate heads").locator("label").click()
+    wait_idle(page)
+    sent_after(page, frames, click_tile(0 * 4 + 0), "() => document.body.innerText.includes('Ablated: L0H0, L1H0')")
+    meta = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'overview').layout.meta.ablated"""
+    assert page.evaluate(meta) == [[0, 0], [1, 0], [1, 1], [1, 2], [1, 3]]
+    assert page.evaluate(FOCUS) == ["weights", 2, 0]  # the open head stays
+    page.close()

@@ -143,3 +143,16 @@ def test_causal_bad_ablate_says_which_default_heads_are_ablated():
     assert "ablate=L9H99 ignored" in notes and "no head is ablated" not in notes
     assert "L1H0, L1H1, L1H2, L1H3" in notes.replace("\\", "")
     assert at.query_params["ablate"] == "L1H0,L1H1,L1H2,L1H3"
+
+
+def test_causal_overview_marks_the_ablated_heads_and_clicks_can_ablate():
+    at = _open("pages/causal.py")
+    overview = _fig(at, "overview")
+    assert overview["layout"]["meta"]["ablated"] == [[1, 0], [1, 1], [1, 2], [1, 3]]  # the section's default
+    assert any("Dashed frames" in c.value and "(L1H0, L1H1, L1H2, L1H3)" in c.value for c in at.caption)
+    assert any(c.value.startswith("A click opens that head below") for c in at.caption)
+    at.toggle(key="causal_ablate_click").set_value(True).run()
+    assert not at.exception
+    assert "click to ablate or restore" in _fig(at, "overview")["data"][1]["hovertemplate"]
+    assert any(c.value.startswith("Ablated: **L1H0, L1H1, L1H2, L1H3**.") for c in at.caption)
+    assert any("to ablate that head" in m.value for m in at.markdown)

@@ -62,11 +62,12 @@ def bind_heads(key: str, n_layers: int, n_heads: int, default: tuple[str, ...] =
         st.query_params["ablate"] = text
 
 
-def ablated_heads(prefix: str, n_layers: int, n_heads: int) -> tuple:
+def ablated_heads(prefix: str, n_layers: int, n_heads: int, default: tuple[str, ...] = ()) -> tuple:
     """The heads the ablation section will ablate (``((3, 7), …)``), read before it runs: its widget's state, else
-    ``?ablate=``; a bad list is none (the section says so where it runs)."""
+    ``?ablate=``, else the section's ``default``; a bad list is none (the section says so where it runs)."""
     names = st.session_state.get(f"{prefix}ablate")
-    raw = ",".join(_kept(names, n_layers, n_heads)) if names is not None else st.query_params.get("ablate", "")
+    raw = (",".join(_kept(names, n_layers, n_heads)) if names is not None else
+           st.query_params.get("ablate", ",".join(default)))
     try:
         return parse_heads(raw, n_layers, n_heads)
     except ValueError:
@@ -78,6 +79,22 @@ def click_toggle(prefix: str) -> bool:
     return st.toggle(_("Click tiles to ablate heads"), key=f"{prefix}ablate_click",
                      help=_("On: a click on a tile's centre adds that head to (or removes it from) the ablated heads "
                             "of “What a head does” below. Off: a click opens the head."))
+
+
+def click_note(target, prefix: str, n_layers: int, n_heads: int, layer: int | None = None, head: int | None = None,
+               default: tuple[str, ...] = ()) -> None:
+    """Under an overview, in view at 1280×720: what a tile click did (its answer is below the fold): the head it
+    opened (``layer``, ``head``; None: where it opens, for a note outside the head view's part, which a click inside
+    the part would leave stale), or in click-to-ablate mode the heads now ablated. ``target``: a placeholder or
+    ``st``."""
+    if st.session_state.get(f"{prefix}ablate_click"):
+        ablated = format_heads(ablated_heads(prefix, n_layers, n_heads, default), ", ")
+        target.caption(_("Ablated: **{heads}**. What that changes is under “What a head does”, further down ↓").format(
+            heads=ablated or _("none")))
+    elif layer is None:
+        target.caption(_("A click opens that head below, in “One head, stage by stage” ↓"))
+    else:
+        target.caption(_("Open below: **layer {layer} · head {head}** ↓").format(layer=layer, head=head))
 
 
 def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, prefix: str,
@@ -235,6 +252,9 @@ def _causal_curve(heads: tuple, mode: str) -> dict:
         return {"steps": steps, "rows": {s: (_measure(s, (), "zero"), _measure(s, heads, mode)) for s in steps}}
 
 
+CAUSAL_DEFAULT = tuple(f"L1H{h}" for h in range(4))  # layer 1's four induction heads
+
+
 def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
     """"What a head does" on the causal model: induction accuracy and loss on the held-out repeated
     sequences per checkpoint, with the chosen heads ablated beside intact."""
@@ -243,7 +263,7 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
                  "**induction accuracy** = how often its top prediction is right in the repeat (only copying can do it; "
                  "chance 1/64). Try layer 1's four induction heads, then L0H0, the previous-token head that feeds them, "
                  "then another layer-0 head."))
-    heads, mode = _controls("causal_", n_layers, n_heads, tuple(f"L1H{h}" for h in range(n_heads)))
+    heads, mode = _controls("causal_", n_layers, n_heads, CAUSAL_DEFAULT)
     if not heads:
         st.caption(_("Pick heads above to ablate them."))
         return

@@ -12,7 +12,6 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from transformer_core.analysis.ablation import format_heads
 from transformer_core.figures.stage import chart_config, figure_filename
 from transformer_core.records.trace import Trace
 
@@ -35,12 +34,7 @@ def minilm(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, 
     clicked = st.empty()  # what a tile click did: its answer is below the fold at 1280×720
     stage, _batch, layer, head, fixed, all_large = head_view.controls(n_heads, "minilm_", n_layers=n_layers,
                                                                       stages=moves.MINILM_STAGES)
-    if st.session_state.get("minilm_ablate_click"):
-        ablated = format_heads(ablation.ablated_heads("minilm_", n_layers, n_heads), ", ")
-        clicked.caption(_("Ablated: **{heads}**. What that changes is under “What a head does”, further down ↓").format(
-            heads=ablated or _("none")))
-    else:
-        clicked.caption(_("Open below: **layer {layer} · head {head}** ↓").format(layer=layer, head=head))
+    ablation.click_note(clicked, "minilm_", n_layers, n_heads, layer, head)
     # the overview draws the norms stage (built by the page); the token-pair section below follows a clicked cell,
     # the ablation section the heads a tile click ablates
     fragments.follow("minilm", norms=stage == "norms", cell=head_view.chosen_cell(trace, batch, "minilm_"),
