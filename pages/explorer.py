@@ -28,7 +28,10 @@ with extras:
 tables = box.container()
 with box:
     trace = views.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
-if trace is None:
+if trace is not None:  # said above the figures too: the sidebar's sentences and masks no longer apply
+    main.info(_("Showing an uploaded trace: its own sentences, masks and sizes, not the sidebar's. Remove the file "
+                "under “Tokens, downloads and reopening a saved trace” to go back."), icon=":material/upload_file:")
+else:
     try:
         trace = moves.toy_with_norms(settings)  # every stage, plus ‖α·f(x)‖ from the toy's seeded W_O
     except ValueError as err:

@@ -177,6 +177,8 @@ def test_a_good_file_opens_with_its_own_tokens(monkeypatch):
     at = upload(monkeypatch, json.dumps(TWO))
     assert not [w.value for w in at.warning if "cannot be shown" in w.value]
     assert any("Showing the uploaded trace" in i.value for i in at.info)
+    # above the figures too (the box is below them): the sidebar's sentences and masks do not apply now
+    assert at.main.info[0].value.startswith("Showing an uploaded trace: its own sentences, masks and sizes")
     table = token_table(at)
     assert table.values.tolist() == [["the", "cat", "sat"], ["a", "dog", "[PAD]"]]
 
