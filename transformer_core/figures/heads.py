@@ -106,7 +106,8 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
     n_rows = -(-n_heads // n_cols)
     g_c = gutter_for(m_c)
     side = max(m_r, m_c)  # cells along a tile's longer side, drawn ``tile_px`` wide
-    g_r = max(gutter_for(m_r), -(-16 * side // tile_px))  # ~16 px above each tile for its "head h" title
+    g_r = max(gutter_for(m_r), -(-21 * side // tile_px))  # ~21 px above each tile: its "head h" title clear of the
+    # focus frame of the tile above (16 px let the frame cross the title)
     z = np.full((n_rows * (m_r + g_r) - g_r, n_cols * (m_c + g_c) - g_c), np.nan, dtype=np.float32)
     for head in range(n_heads):
         r, c = divmod(head, n_cols)
