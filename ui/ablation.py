@@ -25,6 +25,7 @@ from .markdown import plain
 from .state import bind_url
 
 MODE_LABELS = {"zero": N_("zero (context = 0, as head_mask did)"), "mean": N_("mean (context = its mean over real tokens)")}
+MODE_NAMES = {"zero": N_("zero"), "mean": N_("mean")}  # in prose: "Ablating L3H7 (zero)"
 
 
 def _names(n_layers: int, n_heads: int) -> list[str]:
@@ -168,7 +169,7 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
         cos = float(out["cosine"][batch])
         st.markdown(_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
                       "one (1 = unchanged). Layers before {first} do not move; from layer {first} on:").format(
-            heads=format_heads(heads, ", "), mode=mode, b=batch, cos=f"{cos:.4f}", first=first))
+            heads=format_heads(heads, ", "), mode=_(MODE_NAMES[mode]), b=batch, cos=f"{cos:.4f}", first=first))
         st.plotly_chart(figs.shift_figure(out["shift"][:, batch], cos, text, batch), key="minilm_ablate_shift",
                         config=chart_config(f"ablation_{text}_shift", fmt))
         layer = st.select_slider(_("Later layer to compare"), later, key="minilm_ablate_layer",
@@ -284,7 +285,8 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
                                        ablated=f"{ablated['accuracy']['repeat']:.1%}", heads=format_heads(heads, ", "),
                                        chance=f"{intact['chance']:.1%}"))
     shown = frame.rename(columns=lambda c: _(c))  # headers in the learner's language (the CSV keeps English)
-    shown.iloc[:, 0] = [_("intact"), _("{heads} ablated ({mode})").format(heads=format_heads(heads, ", "), mode=mode)]
+    shown.iloc[:, 0] = [_("intact"), _("{heads} ablated ({mode})").format(heads=format_heads(heads, ", "),
+                                                                          mode=_(MODE_NAMES[mode]))]
     st.dataframe(shown, hide_index=True, key="causal_ablate_table", column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[1:]})
     st.download_button("⬇ " + _("Per checkpoint as CSV"), pd.DataFrame([

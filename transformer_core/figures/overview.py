@@ -179,12 +179,13 @@ def overview_figure(trace: Trace, batch: int = 0, *, hide_keys: np.ndarray | Non
     return go.Figure(data=[heat, centres], layout=layout)
 
 
-def tile_box(meta: dict, layer: int, head: int) -> dict:
-    """The rectangle (data coordinates, half a gutter outside the tile) of tile ``(layer, head)`` of an
-    :func:`overview_figure` with layout meta ``meta``."""
+def tile_box(meta: dict, layer: int, head: int, pad: float | None = None) -> dict:
+    """The rectangle (data coordinates) of tile ``(layer, head)`` of an :func:`overview_figure` with layout meta
+    ``meta``, ``pad`` cells outside the tile (default half a gutter; negative: inside it)."""
     m, g = meta["tile"], meta["gutter"]
-    return dict(type="rect", xref="x", yref="y", x0=head * (m + g) - 0.5 - g / 2, x1=head * (m + g) + m - 0.5 + g / 2,
-                y0=layer * (m + g) - 0.5 - g / 2, y1=layer * (m + g) + m - 0.5 + g / 2)
+    pad = g / 2 if pad is None else pad
+    return dict(type="rect", xref="x", yref="y", x0=head * (m + g) - 0.5 - pad, x1=head * (m + g) + m - 0.5 + pad,
+                y0=layer * (m + g) - 0.5 - pad, y1=layer * (m + g) + m - 0.5 + pad)
 
 
 def mark_ablated(fig: go.Figure, heads, clicking: bool = False) -> go.Figure:
@@ -194,7 +195,9 @@ def mark_ablated(fig: go.Figure, heads, clicking: bool = False) -> go.Figure:
     Returns ``fig`` (changed in place)."""
     meta = dict(fig.layout.meta)
     heads = sorted({(int(lay), int(h)) for lay, h in heads})
-    shapes = list(fig.layout.shapes) + [{**tile_box(meta, lay, h), "line": dict(color="black", width=2, dash="dash")}
+    inset = -min(0.5, 0.15 * meta["tile"])  # inside the tile: a frame at the figure's edge is not clipped
+    shapes = list(fig.layout.shapes) + [{**tile_box(meta, lay, h, inset), "line": dict(color="black", width=2,
+                                                                                         dash="dash")}
                                         for lay, h in heads]
     if clicking:
         marker = fig.data[TILE_TRACE]
