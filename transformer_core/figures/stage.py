@@ -202,14 +202,18 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     # 128 tokens in a browser profile). Beyond MAX_TICKS, label every k-th position.
     xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
     longest = max((display_width(html.unescape(col_ticks[i])) for i in xticks), default=1)  # 你好 = 4, as wide as abcd
-    # horizontal x labels only where each fits its column; otherwise vertical (never overlapping)
-    angle = 0 if longest * 7 <= width_px / max(1, len(xticks)) else -90
     size = height or (430 if n_rows <= 24 else 520)
     # Margins made here, not by Plotly's automargin: automargin lays the figure out twice (a third of a
     # focused head's draw in a browser profile, ~100 ms a click). Left: the widest y label, the tick gap,
     # the rotated axis title; top: the x labels (vertical: ~7 px a character) and the axis title.
     x_font, y_font = _tick_font(len(xticks)), _tick_font(len(yticks))
     left = int(max((text_px(ticks_y[i], y_font) for i in yticks), default=0)) + 30
+    # horizontal x labels only where each fits its column of the plot (the figure less the y labels and the colour
+    # bar; a square plot is no wider than its height allows); otherwise vertical (never overlapping)
+    plot_px = width_px - left - 70
+    if square:
+        plot_px = min(plot_px, size - 110)
+    angle = 0 if longest * 7 <= plot_px / max(1, len(xticks)) else -90
     layout = dict(
         # automargin: the title pushes the plot down instead of sitting on the top tick labels
         # a caption under the plot, as in a textbook figure (automargin: room is made for it)
