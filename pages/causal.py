@@ -79,6 +79,7 @@ step = s1.select_slider(_("Training checkpoint (step)"), options=steps, key="cau
                                "loss — happens between steps 300 and 800."))
 mask_on = s2.toggle(_("Mask the future (as trained)"), key="causal_mask",
                     help=_("The model was trained with it. Off: every query may also read the tokens after it."))
+mask_note = st.container()  # "Causal mask off …", filled below: right under its toggle, in view at 1280×720
 st.plotly_chart(causal.loss_curve(step, i18n.language()), key="causal_loss_curve",
                 config=figures.chart_config("causal_loss_curve"))
 
@@ -120,9 +121,9 @@ if not mask_on:
                      if loss["all"] < ref_loss["all"] else
                      _("Higher: the heads were never trained to ignore the future, so their patterns smear over "
                        "tokens they do not understand, and the induction heads lose their stripe.")))
-    st.warning(_("**Causal mask off** on a model trained with it: queries now give {share} of their attention (mean "
-                 "over layers, heads and queries) to tokens *after* them, which training never allowed. {compared}")
-               .format(share=number(share, ".0%"), compared=compared), icon=":material/visibility:")
+    mask_note.warning(_("**Causal mask off** on a model trained with it: queries now give {share} of their attention "
+                        "(mean over layers, heads and queries) to tokens *after* them, which training never allowed. "
+                        "{compared}").format(share=number(share, ".0%"), compared=compared), icon=":material/visibility:")
 
 # ------------------------------------------------------------------ overview
 

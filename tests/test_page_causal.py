@@ -60,6 +60,14 @@ def test_mask_off_states_what_breaks_with_numbers():
     warning = at.warning[0].value
     assert "Causal mask off" in warning
     assert f"**{off:.2f}** nats without the mask vs **{on:.2f}** with it" in warning
+    # right under its toggle, above the loss curve (it was ~880 px down at 1280×720, below the loss text)
+    def flat(node):
+        for child in getattr(node, "children", {}).values():
+            yield child
+            yield from flat(child)
+
+    order = [type(e).__name__ for e in flat(at.main)]
+    assert order.index("Warning") < order.index("UnknownElement"), order  # the loss curve: the first chart
     z = heatmap_z(focus(at))
     assert not np.isnan(z).any() and z[np.triu_indices(32, 1)].sum() > 0  # the future is visible now
 
