@@ -9,8 +9,7 @@ import streamlit as st
 
 from transformer_core.figures import stage as figures
 from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
-from transformer_core.analysis.ablation import format_heads
-from transformer_core.figures.overview import mark_ablated, overview_figure
+from transformer_core.figures.overview import overview_figure
 from ui import fragments, head_parts, state
 from ui import causal_compute as causal
 from ui import ablation, predictions
@@ -139,12 +138,8 @@ st.markdown((_("**All {layers} layers × {heads} heads** (attention weights; row
                "to open that head below.")).format(layers=N_LAYERS, heads=N_HEADS))
 color = moves.color_control("causal_", moves.CAUSAL_COLORS)  # ?color=: tiles fade by a head-type score
 ablation.click_toggle("causal_")
-overview = moves.causal_overview(overview_figure(trace, 0, height=380), trace, period, color)
-if (ablated := ablation.ablated_heads("causal_", N_LAYERS, N_HEADS, ablation.CAUSAL_DEFAULT)) or clicking:
-    overview = mark_ablated(overview, ablated, clicking)
-if ablated:
-    st.caption(_("Dashed frames: the heads ablated in “What a head does” below ({heads}). The overview shows them "
-                 "intact.").format(heads=plain(format_heads(ablated, ", "))))
+overview = ablation.frame_ablated(moves.causal_overview(overview_figure(trace, 0, height=380), trace, period, color),
+                                  "causal_", N_LAYERS, N_HEADS, ablation.CAUSAL_DEFAULT)
 open_head = {"layer_key": "causal_layer", "head_key": "causal_head", "n_heads": N_HEADS}
 st.plotly_chart(overview, key="causal_overview", selection_mode="points",
                 on_select=ablation.tile_callback("causal_overview", open_head, "causal_", N_LAYERS),

@@ -9,8 +9,7 @@ from functools import partial
 
 import streamlit as st
 
-from transformer_core.analysis.ablation import format_heads
-from transformer_core.figures.overview import mark_ablated, overview_figure
+from transformer_core.figures.overview import overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
 from ui import callbacks, fragments, head_parts, state, views
 from ui.numbers import number
@@ -19,7 +18,6 @@ from ui import ablation
 from ui import minilm_moves as moves
 from ui.i18n import _, ngettext
 from ui.labels import and_list, sentence_label
-from ui.markdown import plain
 from ui import wordpiece_note
 
 N_LAYERS, N_HEADS = 6, 12
@@ -107,15 +105,11 @@ overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=
                            tiles=summary["overview"][(batch, hide_keys is not None)])
 color = moves.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
 overview = moves.overview(overview, trace, sentences, settings.padding, batch, hide_keys is not None, color)
-if (ablated := ablation.ablated_heads("minilm_", N_LAYERS, N_HEADS)) or clicking:
-    overview = mark_ablated(overview, ablated, clicking)
 ablation.click_toggle("minilm_")
 if (pool := overview.layout.meta["pool"]) > 1:
     st.caption(_("Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of tokens. "
                  "The open head below shows every token.").format(pool=pool))
-if ablated:
-    st.caption(_("Dashed frames: the heads ablated in “What a head does” below ({heads}). The overview shows them "
-                 "intact.").format(heads=plain(format_heads(ablated, ", "))))
+overview = ablation.frame_ablated(overview, "minilm_", N_LAYERS, N_HEADS)
 if hide_keys is not None:
     st.caption(_("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                  "the missing part went to [CLS], [SEP] and [PAD]."))
@@ -126,8 +120,8 @@ fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, 
 
 st.subheader(_("Per-head statistics"))
 st.caption(_("Sentence {b}, averaged over its {n} real query rows. Click a column header to sort; select a row to open "
-             "that head in the head view above ↑. Entropy runs from 0 (all weight on one key) to ln {tokens} = {max} (spread evenly over every "
-             "key).").format(b=batch, n=n_real, tokens=n_tokens, max=number(math.log(n_tokens), ".2f")))
+             "that head in the head view above ↑. Entropy runs from 0 (all weight on one key) to ln {tokens} = {max} "
+             "(spread evenly over every key).").format(b=batch, n=n_real, tokens=n_tokens, max=number(math.log(n_tokens), ".2f")))
 share = _("Share of each query's attention that goes to {} keys (mean over real queries).")
 shown = stats.copy()
 shown[["cls_share", "sep_share", "pad_share"]] *= 100  # percentages, one format for every cell

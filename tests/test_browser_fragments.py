@@ -90,12 +90,16 @@ def type_text(text: str):
     return act
 
 
+def click_tab(name: str):
+    return lambda page: page.get_by_role("tab", name=name, exact=True).click()
+
+
 def test_explorer_explain_tab_reruns_only_the_steps(app):
     page, frames = open_page(app, "/", text=TWELVE)
     outside = "[data-testid='stSidebarUserContent'], h1, [data-testid='stExpander']"
     before = page.evaluate(OUTSIDE, outside)
     # the explain panel's steps are a fragment: a tab reruns neither the page nor the head view
-    sent = sent_after(page, frames, lambda p: p.get_by_role("tab", name="3 · Softmax", exact=True).click(),
+    sent = sent_after(page, frames, click_tab("3 · Softmax"),
                       "() => document.body.innerText.includes('Sum of exp =')")
     assert SIDEBAR not in sent and b"head 0" not in sent and b"exp(score" in sent
     assert page.evaluate(OUTSIDE, outside) == before
@@ -205,7 +209,7 @@ def test_pipeline_tab_reruns_only_the_steps(app):
     outside = "h1, [data-testid='stAlert'], [data-testid='stExpander'], [data-testid='stSidebarUserContent']"
     before = page.evaluate(OUTSIDE, outside)
     # the six steps are a part: a tab reruns neither the page's intro nor its parameter count
-    sent = sent_after(page, frames, lambda p: p.get_by_role("tab", name="Split heads", exact=True).click(),
+    sent = sent_after(page, frames, click_tab("Split heads"),
                       "() => document.body.innerText.includes('Split into 8 heads')")
     assert SIDEBAR not in sent and b"parameters" not in sent and b"Split into 8 heads" in sent
     assert page.evaluate(OUTSIDE, outside) == before

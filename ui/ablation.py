@@ -15,6 +15,7 @@ import streamlit as st
 
 from transformer_core.analysis.ablation import MODES, format_heads, parse_heads
 from transformer_core.figures import ablation as figs
+from transformer_core.figures.overview import mark_ablated
 from transformer_core.figures.stage import chart_config
 
 from .cache import memo
@@ -73,6 +74,18 @@ def ablated_heads(prefix: str, n_layers: int, n_heads: int, default: tuple[str, 
         return parse_heads(raw, n_layers, n_heads)
     except ValueError:
         return ()
+
+
+def frame_ablated(fig, prefix: str, n_layers: int, n_heads: int, default: tuple[str, ...] = ()):
+    """An overview figure with the ablated heads framed (and, in click-to-ablate mode, its hover saying so), plus a
+    caption naming them here. Returns the figure."""
+    clicking = bool(st.session_state.get(f"{prefix}ablate_click"))
+    if (ablated := ablated_heads(prefix, n_layers, n_heads, default)) or clicking:
+        fig = mark_ablated(fig, ablated, clicking)
+    if ablated:
+        st.caption(_("Dashed frames: the heads ablated in “What a head does” below ({heads}). The overview shows them "
+                     "intact.").format(heads=plain(format_heads(ablated, ", "))))
+    return fig
 
 
 def click_toggle(prefix: str) -> bool:

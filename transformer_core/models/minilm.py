@@ -17,7 +17,6 @@ Mask convention: ``True`` = may attend (see :mod:`transformer_core.nn.masks`).
 from __future__ import annotations
 
 import functools
-import operator
 import re
 import threading
 from pathlib import Path
@@ -28,7 +27,7 @@ from torch import nn
 from ..records.checksums import require_sha256, sha256_of  # noqa: F401  (sha256_of: re-exported)
 from ..text import minilm_files
 from ..text.minilm_files import PretrainedUnavailable, model_dir  # noqa: F401  (re-exported)
-from ..nn.config import EncoderConfig
+from ..nn.config import EncoderConfig, whole
 from ..nn.encoder import EncoderLayer
 from ..nn.hooks import HookPoint
 
@@ -46,13 +45,10 @@ PAD_ID = 0
 def whole_number(value, name: str, low: int, high: int, note: str = "") -> int:
     """``value`` as an ``int`` when it is a whole number in ``[low, high]``: a Python or NumPy integer, not a bool
     or a float. Raises ``ValueError`` naming ``name``, the range (and ``note``) and the value otherwise."""
-    try:
-        number = operator.index(value) if not isinstance(value, bool) else None
-    except TypeError:
-        number = None
-    if number is None or not low <= number <= high:
+    if (number := whole(value)) is None or not low <= number <= high:
         raise ValueError(f"{name} must be an integer in [{low}, {high}]{note}, got {value!r}")
     return number
+
 
 class BertEmbeddings(nn.Module):
     """Token vectors as BERT makes them: ``norm(word[id] + token_type[type] + position[pos])``.

@@ -14,8 +14,9 @@ from ..text.i18n import _
 ACTIVATIONS = ("relu", "gelu")
 
 
-def _whole(value) -> int | None:
-    """``value`` as an int if it is an integer (Python's or NumPy's; not a bool, not a float), else None."""
+def whole(value) -> int | None:
+    """``value`` as an int if it is an integer (Python's or NumPy's; not a bool, not a float), else None. The one
+    integer test of the package's sizes, seeds and counts (``EncoderConfig``, ``run_minilm``)."""
     if isinstance(value, bool):
         return None
     try:
@@ -46,9 +47,9 @@ class EncoderConfig:
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "d_ff", "n_layers"):
             value = getattr(self, name)
-            if _whole(value) is None or value <= 0:
+            if whole(value) is None or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-            object.__setattr__(self, name, _whole(value))  # NumPy's integers too, stored as int
+            object.__setattr__(self, name, whole(value))  # NumPy's integers too, stored as int
         if self.d_model % self.n_heads:
             raise ValueError(_("n_heads={n_heads} does not divide d_model={d_model}; choose one of {choices}").format(
                 n_heads=self.n_heads, d_model=self.d_model, choices=divisors(self.d_model)))  # a CLI user's error
@@ -56,9 +57,9 @@ class EncoderConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if _whole(self.seed) is None or not 0 <= self.seed < 2**63:  # torch.manual_seed takes a signed 64-bit int
+        if whole(self.seed) is None or not 0 <= self.seed < 2**63:  # torch.manual_seed takes a signed 64-bit int
             raise ValueError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
-        object.__setattr__(self, "seed", _whole(self.seed))
+        object.__setattr__(self, "seed", whole(self.seed))
         eps = self.layer_norm_eps
         if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:  # also NaN and inf
             raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {eps!r}")
