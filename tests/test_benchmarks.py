@@ -50,20 +50,34 @@ def test_rerun_cpu_runs():
 
 
 def test_load_class_runs_with_churn_and_no_errors():
-    """A tiny class through nginx: 3 seats, sessions replaced every ~4 s, memory read after they leave."""
+    """A tiny class through nginx: 3 seats in two load-client processes, sessions replaced every ~4 s, memory
+    read after they leave."""
     sys.path.insert(0, str(ROOT / "deploy"))
     import run_local
 
     if run_local.nginx_binary() is None:
         pytest.skip("nginx is not installed (Debian: apt-get install -y nginx)")
     result = subprocess.run([sys.executable, "benchmarks/load_class.py", "--sessions", "3", "--replicas", "1",
-                             "--duration", "12", "--ramp", "1", "--think", "1", "2", "--life", "4", "--after", "2"],
+                             "--duration", "12", "--ramp", "1", "--think", "1", "2", "--life", "4", "--after", "2",
+                             "--clients", "2"],
                             cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "errors 0, leaks 0" in result.stdout, result.stdout[-3000:]
     opened = int(result.stdout.split("sessions at once (")[1].split(" in all")[0])
     assert opened > 3  # seats were re-used by new sessions
     print(result.stdout)
+
+
+def test_the_load_test_sees_a_leak_in_one_pass():
+    """Every other session's word is searched for in one pattern: whole words only (a WordPiece "##" piece or a
+    longer word is not the marker)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from load_class import any_of
+
+    others = any_of([b"lantern", b"harbour", b"quiver"])
+    assert others.findall(b'"lantern" and harbours, ##quiver') == [b"lantern"]
+    assert others.findall(b"quiver.lantern") == [b"quiver", b"lantern"]
+    assert others.findall(b"nothing here") == [] and any_of([]) is None
 
 
 @pytest.mark.parametrize("script, argv, said", [
