@@ -3,12 +3,9 @@
     python benchmarks/load_class.py                                   # 30 sessions, 2 replicas, 3 min
     python benchmarks/load_class.py --sessions 1 8 16 30 --replicas 1 2 --duration 60
     python benchmarks/load_class.py --url http://host:8080 --sessions 30   # an existing deployment
-    python benchmarks/load_class.py --sessions 30 60 --clients 2    # the client as two processes
     python benchmarks/load_class.py --sessions 16 --replicas 1 --duration 900 --only type,page \
         --life 60 --after 120      # the soak: a new sentence every cycle, students come and go
 
-``--clients K`` deals the seats out to K load-client processes, each with its own event loop (one loop
-reading every message of 60 sessions was busy most of the time, so answers also waited in the client).
 ``--only`` limits the actions drawn (the soak types a new sentence on every page), ``--life`` gives
 each seat a new session every ~N s (many distinct sessions over a run), ``--after`` keeps reading
 RSS for N s after the last session closed (does memory come back?).
@@ -33,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import concurrent.futures
-import multiprocessing
 import os
 import random
 import re
@@ -53,7 +48,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "deploy"), str(ROOT / "benchmarks")]
 
 import run_local  # noqa: E402
-from cli_args import positive  # noqa: E402
 from st_session import StreamlitSession  # noqa: E402
 
 WORDS = ["cat", "dog", "sat", "on", "the", "mat", "river", "bank", "tired", "street"]
@@ -219,26 +213,8 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def seats(url: str, mine: list[int], n: int, markers: list[str], t0: float, stop_at: float, think, ramp: float,
-          seed: int, only: tuple[str, ...], life: float) -> tuple[Stats, float]:
-    """The seats ``mine`` of a class of ``n``, in this process's own event loop (``--clients``): each
-    opens at its place in the ramp from ``t0``. Returns their statistics and this process's CPU seconds."""
-    stats = Stats()
-
-    async def delayed(i):
-        await asyncio.sleep(max(0.0, t0 + ramp * i / max(1, n) - time.time()))
-        await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i), only, life)
-
-    async def all_seats():
-        await asyncio.gather(*(delayed(i) for i in mine))
-
-    asyncio.run(all_seats())
-    cpu = psutil.Process().cpu_times()
-    return stats, cpu.user + cpu.system
-
-
 async def run_class(url: str, n: int, duration: float, think, ramp: float, pids: list[int], seed: int,
-                    only: tuple[str, ...] = (), after: float = 0, life: float = 0, clients: int = 1):
+                    only: tuple[str, ...] = (), after: float = 0, life: float = 0):
     rng = random.Random(seed)
     markers: list[str] = []
     for _ in range(n):
@@ -251,7 +227,6 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
     t0 = time.time()
     stop_at = t0 + ramp + duration
     samples = []
-    workers_cpu = 0.0
 
     async def sampler():
         while True:
@@ -263,21 +238,7 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
         await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i), only, life)
 
     smp = asyncio.create_task(sampler())
-    if clients == 1:
-        await asyncio.gather(*(delayed(i) for i in range(n)))
-    else:  # one event loop per process: a loop decoding every message of 60 sessions queues their answers
-        loop = asyncio.get_running_loop()
-        with concurrent.futures.ProcessPoolExecutor(clients, mp_context=multiprocessing.get_context("spawn")) as pool:
-            parts = await asyncio.gather(*(loop.run_in_executor(
-                pool, seats, url, list(range(k, n, clients)), n, markers, t0, stop_at, think, ramp, seed, only, life)
-                for k in range(clients)))
-        for part, part_cpu in parts:
-            for name in ("reruns", "opens", "errors", "leaks"):
-                getattr(stats, name).extend(getattr(part, name))
-            for action, count in part.actions.items():
-                stats.actions[action] = stats.actions.get(action, 0) + count
-            stats.sessions += part.sessions
-            workers_cpu += part_cpu
+    await asyncio.gather(*(delayed(i) for i in range(n)))
     cpu = sum(p.cpu_times().user + p.cpu_times().system for p in procs) - cpu0
     wall = time.time() - t0
     machine1 = psutil.cpu_times()
@@ -286,7 +247,7 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
         - getattr(machine0, "guest", 0) - getattr(machine0, "guest_nice", 0)  # Linux: already inside user
     busy = sum(machine1) - sum(machine0) - waiting - guests
     # the load client (this process) and the whole machine, in cores: does the client compete with the replicas?
-    stats.client_cores = (me.cpu_times().user + me.cpu_times().system - me0 + workers_cpu) / wall
+    stats.client_cores = (me.cpu_times().user + me.cpu_times().system - me0) / wall
     stats.machine_cores = busy / wall
     samples.append((wall, [p.memory_info().rss / 2**20 for p in procs], os.getloadavg()[0]))
     await asyncio.sleep(after)  # sessions closed: does memory come back?
@@ -310,9 +271,6 @@ def main() -> None:
     ap.add_argument("--life", type=float, default=0,
                     help="seconds a session lives before its student closes it and opens a new one "
                          "(0: one session per student for the whole run)")
-    ap.add_argument("--clients", type=positive, default=1,
-                    help="load-client processes, the seats dealt out between them (each its own event loop; "
-                         "they share this machine's cores with the replicas)")
     ap.add_argument("--after", type=float, default=0,
                     help="seconds to keep measuring RSS after the sessions close (e.g. 120)")
     args = ap.parse_args()
@@ -331,7 +289,7 @@ def main() -> None:
                 stats, cpu, samples, wall = asyncio.run(
                     run_class(url, n, args.duration, tuple(args.think), min(args.ramp, args.duration / 3),
                               pids, args.seed + n, tuple(filter(None, args.only.split(","))), args.after,
-                              args.life, args.clients))
+                              args.life))
                 rss_start = samples[0][1]
                 rss_peak = [max(s[1][k] for s in samples) for k in range(len(pids))]
                 rss_end = samples[-1][1]
