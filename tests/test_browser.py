@@ -1,6 +1,8 @@
 """A real browser against a fresh `streamlit run` server: type, toggle, check heatmaps, screenshot."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from browser_utils import ARTIFACTS, CHART, chromium_missing, plot_data, wait_idle
@@ -57,7 +59,9 @@ def test_type_toggle_causal_and_see_the_heatmaps(server, chromium):
     with page.expect_download() as download:
         page.get_by_role("button", name="Masked scores as CSV").click()
     assert download.value.suggested_filename.startswith("masked_scores_L0_the-cat-saw")
-    csv_lines = open(download.value.path(), encoding="utf-8").read().splitlines()
+    raw = Path(download.value.path()).read_bytes()
+    assert raw.startswith("\ufeff".encode())  # a byte-order mark: Excel reads the tokens as UTF-8
+    csv_lines = raw.decode("utf-8-sig").splitlines()
     assert csv_lines[0].startswith("head,query \\ key,0: the,1: cat,2: saw,3: the,4: cat")
     assert csv_lines[1].startswith("0,0: the,") and csv_lines[1].endswith(",,,,")  # causal: blank future keys
     ARTIFACTS.mkdir(exist_ok=True)

@@ -13,7 +13,7 @@ def test_csv_equals_model(tmp_path):
     out = tmp_path / "w.csv"
     assert main(["--model", "causal", "--text", "5 17 3 9 5 17 3 9", "--layer", "1", "--head", "1",
                  "--format", "csv", "--out", str(out)]) == 0
-    lines = out.read_text().splitlines()
+    lines = out.read_text(encoding="utf-8-sig").splitlines()  # a CSV file starts with a byte-order mark (Excel)
     assert lines[0].startswith("query \\ key,0: 5,1: 17")
     rows = np.array([[float(x) if x else np.nan for x in line.split(",")[1:]] for line in lines[1:9]])
     expected = run_causal([5, 17, 3, 9, 5, 17, 3, 9]).stages["layers.1.attention.weights"][0, 1]

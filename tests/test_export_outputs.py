@@ -45,12 +45,22 @@ def test_dash_writes_to_standard_output(tmp_path, fmt):
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert not (tmp_path / "-").exists() and list(tmp_path.iterdir()) == []
-    if fmt == "csv":
+    if fmt == "csv":  # no byte-order mark in a pipe (a file gets one: the test below)
         assert done.stdout.startswith("head,query \\ key,0: the,1: cat,2: sat\n0,0: the,")
     elif fmt == "json":
         assert serialize.trace_from_json(done.stdout).tokens == (("the", "cat", "sat"),)
     else:
         assert done.stdout.startswith("<!DOCTYPE html>")
+
+
+def test_a_csv_file_starts_with_a_byte_order_mark_for_excel(tmp_path):
+    """Excel reads a CSV without the mark in the system's code page (GBK on a Chinese Windows): 猫 would be garbled."""
+    out = tmp_path / "w.csv"
+    assert main(["--text", "猫 坐 在 垫子 上", "--format", "csv", "--out", str(out)]) == 0
+    raw = out.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbfhead,query \\ key,0: \xe7\x8c\xab,")  # BOM, then UTF-8 (猫 = e7 8c ab)
+    text = raw.decode("utf-8-sig")
+    assert "\ufeff" not in text and text.splitlines()[1].startswith("0,0: 猫,")
 
 
 def test_dash_needs_a_text_format(capsys):

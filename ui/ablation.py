@@ -17,6 +17,7 @@ from transformer_core.analysis.ablation import MODES, format_heads, parse_heads
 from transformer_core.figures import ablation as figs
 from transformer_core.figures.overview import mark_ablated
 from transformer_core.figures.stage import chart_config
+from transformer_core.records.serialize import csv_file
 
 from .cache import memo
 from .callbacks import clicked_tile
@@ -214,7 +215,8 @@ def _downloads(out: dict, text: str, mode: str, labels) -> None:
     data = {"ablate": text, "mode": mode, "sentences": list(labels), "cosine": out["cosine"].tolist(),
             "shift_by_layer": out["shift"].tolist(), "nearest": out["nearest"]}
     c1, c2 = st.columns(2)
-    c1.download_button("⬇ " + _("Effects as CSV"), frame.to_csv(index=False), file_name=f"ablation_{text}.csv",
+    c1.download_button("⬇ " + _("Effects as CSV"), csv_file(frame.to_csv(index=False)),
+                       file_name=f"ablation_{text}.csv",
                        mime="text/csv", key="minilm_ablate_csv", on_click="ignore", width="stretch")
     c2.download_button("⬇ " + _("Effects as JSON"), json.dumps(data, indent=1), file_name=f"ablation_{text}.json",
                        mime="application/json", key="minilm_ablate_json", on_click="ignore", width="stretch")
@@ -242,7 +244,8 @@ def _rank(sentences, padding, batch, mode, fmt) -> None:
     table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "1 − cosine": float(1 - cosine[lay, h, batch])}
                           for lay in range(cosine.shape[0]) for h in range(cosine.shape[1])])
     table = table.sort_values("1 − cosine", ascending=False, kind="stable")
-    st.download_button("⬇ " + _("Ranking as CSV"), table.to_csv(index=False), file_name=f"ablation_rank_{mode}.csv",
+    st.download_button("⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
+                       file_name=f"ablation_rank_{mode}.csv",
                        mime="text/csv", key="minilm_rank_csv", on_click="ignore")
 
 
@@ -302,8 +305,8 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
                                                                           mode=_(MODE_NAMES[mode]))]
     st.dataframe(shown, hide_index=True, key="causal_ablate_table", column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[1:]})
-    st.download_button("⬇ " + _("Per checkpoint as CSV"), pd.DataFrame([
+    st.download_button("⬇ " + _("Per checkpoint as CSV"), csv_file(pd.DataFrame([
         {"step": s, "ablated": text, "mode": mode, "accuracy intact": rows[s][0]["accuracy"]["repeat"],
          "accuracy ablated": rows[s][1]["accuracy"]["repeat"], "loss repeat intact": rows[s][0]["loss"]["repeat"],
-         "loss repeat ablated": rows[s][1]["loss"]["repeat"]} for s in steps]).to_csv(index=False),
+         "loss repeat ablated": rows[s][1]["loss"]["repeat"]} for s in steps]).to_csv(index=False)),
         file_name=f"ablation_{text}_checkpoints.csv", mime="text/csv", key="causal_ablate_csv", on_click="ignore")

@@ -33,6 +33,7 @@ from transformer_core.analysis.value_norms import (moved_shares, output_projecti
 from transformer_core.figures import stage as figures
 from transformer_core.figures.moves import across_layers_figure, score_overlay
 from transformer_core.figures.overview import overview_figure, tiled_weights
+from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
 from . import explain_panel
@@ -280,7 +281,8 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
     document = {"view": view, "tokens": list(tokens), "rows": "output position after the last layer",
                 "columns": "input token", "values": values.tolist(), "last_layer_mean_weights": last.tolist()}
     csv_col, json_col = st.columns(2)
-    csv_col.download_button("⬇ " + _("{view} as CSV").format(view=_(view)), data=frame.to_csv(float_format="%.9g"), key=f"{PREFIX}across_csv",
+    csv_col.download_button("⬇ " + _("{view} as CSV").format(view=_(view)),
+                            data=csv_file(frame.to_csv(float_format="%.9g")), key=f"{PREFIX}across_csv",
                             file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
                             on_click="ignore", width="stretch")
     json_col.download_button("⬇ " + _("{view} and layer 5's mean weights as JSON").format(view=_(view)), data=json.dumps(document),

@@ -13,6 +13,7 @@ import streamlit as st
 from transformer_core.analysis.predictions import sample, softmax_t, top_tokens
 from transformer_core.figures import predictions as figs
 from transformer_core.figures.stage import chart_config
+from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
 from .cache import memo
@@ -80,7 +81,7 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
         st.dataframe(table.rename(columns=lambda c: _(c)), hide_index=True, key="causal_pred_table", column_config={
             _(c): st.column_config.NumberColumn(format="%.4f")
             for c in (N_("its probability"), N_("probability of next token"), N_("loss (nats, T = 1)"))})
-        st.download_button("⬇ " + _("Predictions as CSV"), table.to_csv(index=False), mime="text/csv",
+        st.download_button("⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
                            file_name=f"predictions_step{step}_T{_text(t)}.csv", key="causal_pred_csv",
                            on_click="ignore")
 

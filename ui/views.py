@@ -78,7 +78,7 @@ def stage_csv(trace: Trace, stage: str, *, batch: int, layer: int = 0, key_prefi
     st.download_button(
         "⬇ " + _("{stage} as CSV (all heads)").format(stage=_(figures.STAGE_TITLES.get(stage, stage))),
         key=f"{key_prefix}{stage}_{layer}_csv",
-        data=lambda: serialize.matrix_to_csv(trace, stage, batch, head=None, layer=layer),
+        data=lambda: serialize.csv_file(serialize.matrix_to_csv(trace, stage, batch, head=None, layer=layer)),
         file_name=figures.figure_filename(stage, None, layer, trace.tokens[batch], "csv"), mime="text/csv",
         on_click="ignore")
 

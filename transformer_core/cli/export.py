@@ -82,6 +82,8 @@ def write_output(path: Path, data: str | bytes) -> None:
     try:
         if isinstance(data, bytes):
             path.write_bytes(data)
+        elif path.suffix.lower() == ".csv":  # a file, maybe opened in Excel: with a byte-order mark
+            path.write_bytes(serialize.csv_file(data))
         else:
             path.write_text(data, encoding="utf-8")
     except OSError as err:

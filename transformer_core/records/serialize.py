@@ -226,6 +226,14 @@ def matrix_to_csv(trace: Trace, stage: str, batch: int = 0, head: int | None = 0
 
 # ---------------------------------------------------------------- HTML
 
+def csv_file(text: str) -> bytes:
+    """CSV text as the bytes of a ``.csv`` file: UTF-8 with a byte-order mark first, so that Excel reads
+    Chinese, accented and emoji tokens as they are (without it, Excel on a Chinese Windows reads the file as
+    GBK). pandas' ``read_csv`` and Python's ``encoding="utf-8-sig"`` skip the mark. Text sent to stdout has none.
+    """
+    return ("\ufeff" + text).encode("utf-8")
+
+
 def figures_to_html(figs: list, title: str, *, description: str = "", config: dict | None = None) -> str:
     """One standalone HTML page holding ``figs`` (Plotly figures), readable offline.
 
