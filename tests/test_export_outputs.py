@@ -2,6 +2,7 @@
 FIFO never hangs it; ``--out -`` writes CSV, JSON, SVG or HTML to standard output."""
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -61,6 +62,37 @@ def test_a_csv_file_starts_with_a_byte_order_mark_for_excel(tmp_path):
     assert raw.startswith(b"\xef\xbb\xbfhead,query \\ key,0: \xe7\x8c\xab,")  # BOM, then UTF-8 (猫 = e7 8c ab)
     text = raw.decode("utf-8-sig")
     assert "\ufeff" not in text and text.splitlines()[1].startswith("0,0: 猫,")
+
+
+def test_a_csv_file_gets_the_mark_whatever_its_extension(tmp_path):
+    assert main(["--text", "the cat", "--format", "csv", "--out", str(tmp_path / "w.txt")]) == 0
+    assert (tmp_path / "w.txt").read_bytes().startswith(b"\xef\xbb\xbfhead,")
+    assert main(["--text", "the cat", "--view", "rollout", "--format", "csv", "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r").read_bytes().startswith(b"\xef\xbb\xbf")
+    assert main(["--text", "the cat", "--format", "json", "--out", str(tmp_path / "t.json")]) == 0
+    assert (tmp_path / "t.json").read_bytes().startswith(b"{")  # only CSV gets the mark
+
+
+def test_a_write_that_fails_halfway_keeps_the_old_file(tmp_path, monkeypatch, capsys):
+    """A full disk while writing: the old file is untouched and no partial file is left (it was truncated)."""
+    out = tmp_path / "keep.csv"
+    out.write_text("precious data\n")
+    out.chmod(0o640)
+    real_fdopen = os.fdopen
+
+    class HalfThenFull(io.FileIO):
+        def write(self, data):
+            super().write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode="r", *a, **k: HalfThenFull(fd, "wb") if "w" in mode
+                        else real_fdopen(fd, mode, *a, **k))
+    assert main(["--text", "the cat sat on the mat", "--format", "csv", "--out", str(out)]) == 1
+    monkeypatch.undo()
+    assert capsys.readouterr().err.strip() == f"export: error: cannot write {out}: No space left on device"
+    assert out.read_text() == "precious data\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
+    assert main(["--text", "the cat", "--format", "csv", "--out", str(out)]) == 0  # a good write replaces it
+    assert out.read_bytes().startswith(b"\xef\xbb\xbfhead,") and (out.stat().st_mode & 0o777) == 0o640
 
 
 def test_dash_needs_a_text_format(capsys):

@@ -27,6 +27,7 @@ import argparse
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 from ..figures import stage as figures
@@ -74,20 +75,45 @@ def check_writable(path: Path) -> None:
         raise OSError(_("cannot write {path}: permission denied").format(path=path))
 
 
-def write_output(path: Path, data: str | bytes) -> None:
+def write_output(path: Path, data: str | bytes, fmt: str = "") -> None:
+    """Write ``data`` to ``path`` whole or not at all, or to standard output for ``Path("-")``.
+
+    The bytes go to a temporary file beside ``path``, which then replaces it in one step (``os.replace``), so
+    a failure (a full disk) leaves an existing file as it was. A symbolic link is written through. A CSV file
+    (``fmt="csv"``, whatever its extension) starts with a UTF-8 byte-order mark (``serialize.csv_file``);
+    standard output gets none.
+
+    Raises:
+        OSError: the file cannot be written (the message names it and says why).
+    """
     if str(path) == STDOUT:  # the text formats only (resolve_output)
         sys.stdout.write(data if isinstance(data, str) else data.decode("utf-8"))
         sys.stdout.flush()
         return
+    if isinstance(data, str):
+        data = serialize.csv_file(data) if fmt == "csv" else data.encode("utf-8")
+    target = Path(os.path.realpath(path))
     try:
-        if isinstance(data, bytes):
-            path.write_bytes(data)
-        elif path.suffix.lower() == ".csv":  # a file, maybe opened in Excel: with a byte-order mark
-            path.write_bytes(serialize.csv_file(data))
-        else:
-            path.write_text(data, encoding="utf-8")
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
     except OSError as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise OSError(_("cannot write {path}: {reason}").format(path=path, reason=err.strerror or err)) from None
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int = 0, head: int | None = None,
@@ -128,7 +154,7 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
         if missing := missing_characters(figure_texts(fig)):  # once per image, before Chromium draws boxes
             print(_("export: warning: {message}").format(message=missing_font_message(missing, fmt)), file=sys.stderr)
         data = render_image(fig, fmt, width=width, height=height, scale=scale)
-    write_output(path, data)
+    write_output(path, data, fmt)
     return path
 
 
@@ -150,7 +176,7 @@ def run(args: argparse.Namespace) -> Path:
                                        height=args.height, scale=args.scale)
         path = path / name if path is not None and str(path) != STDOUT and path.is_dir() else path or Path(name)
         check_writable(path)
-        write_output(path, data)
+        write_output(path, data, fmt)
         return path
     if args.stage == "norms":
         trace = moves.add_norms(trace, args.layer)
