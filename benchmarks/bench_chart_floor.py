@@ -22,6 +22,7 @@ The components draw without Streamlit's theme, modebar settings or click events:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -42,8 +43,12 @@ from browser_utils import browser, chromium_missing, free_port  # noqa: E402
 from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 PLOTLY_JS = "4.1.1"  # the plotly.js major version inside Streamlit 1.67's PlotlyChart chunk, and plotly.py 7.1's
-BUNDLES = {"full": ("plotly.js-dist-min", "package/plotly.min.js"),
-           "cartesian": ("plotly.js-cartesian-dist-min", "package/plotly-cartesian.min.js")}
+BUNDLES = {  # name → (npm package, file in its tarball, SHA-256 of that file at PLOTLY_JS)
+    "full": ("plotly.js-dist-min", "package/plotly.min.js",
+             "3b6e15d45dbb7fca5bd2094291e961ddc5472cd887009e6009a56dab668d721f"),
+    "cartesian": ("plotly.js-cartesian-dist-min", "package/plotly-cartesian.min.js",
+                  "79542150855a52c567260e3137095dbe2b744e6d702a5cabe67da246942fba7a"),
+}
 CACHE = ROOT / "artifacts" / "chart_floor"  # /artifacts/ is git-ignored
 VARIANTS = ("st.plotly_chart", "component + plotly.js (full)", "component + plotly.js (cartesian)")
 
@@ -77,21 +82,37 @@ export default function ({data, parentElement}) {
 '''
 
 
+class FetchError(Exception):
+    """A bundle could not be fetched from npm, or is not the file it should be (one line to print)."""
+
+
 def fetch_bundles(cache: Path = CACHE) -> Path:
-    """plotly.js, whole and cartesian, from the npm registry into ``cache/static``, once."""
+    """plotly.js, whole and cartesian, from the npm registry into ``cache/static``, once; each file's SHA-256 is
+    checked, so a damaged cached copy is fetched again. Raises FetchError (npm failed, or the bytes differ)."""
     static = cache / "static"
     static.mkdir(parents=True, exist_ok=True)
-    for name, (package, member) in BUNDLES.items():
-        if (static / f"{name}.js").exists():
+    for name, (package, member, sha256) in BUNDLES.items():
+        path = static / f"{name}.js"
+        if path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
             continue
+        spec = f"{package}@{PLOTLY_JS}"
         with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run(["npm", "pack", f"{package}@{PLOTLY_JS}", "--silent"], cwd=tmp, check=True,
-                           capture_output=True, timeout=300)
-            tarball, = Path(tmp).glob("*.tgz")
-            with tarfile.open(tarball) as tar:
-                data = tar.extractfile(member).read()
+            try:
+                subprocess.run(["npm", "pack", spec, "--loglevel=error"], cwd=tmp, check=True, capture_output=True,
+                               text=True, timeout=300)
+                tarball, = Path(tmp).glob("*.tgz")
+                with tarfile.open(tarball) as tar:
+                    data = tar.extractfile(member).read()
+            except subprocess.CalledProcessError as err:
+                said = [line for line in (err.stderr or "").splitlines() if line.strip()
+                        and "complete log" not in line][:2] or [f"npm pack exited {err.returncode}"]
+                raise FetchError(f"cannot fetch {spec} from npm: {'; '.join(said)}") from None
+            except (subprocess.TimeoutExpired, OSError, ValueError, KeyError, tarfile.TarError) as err:
+                raise FetchError(f"cannot fetch {spec} from npm: {err}") from None
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise FetchError(f"{spec}: {member} is not the file this benchmark was written for (SHA-256 differs)")
         (static / f"{name}.js.part").write_bytes(data)
-        (static / f"{name}.js.part").rename(static / f"{name}.js")
+        (static / f"{name}.js.part").rename(path)
     return static
 
 
@@ -129,11 +150,16 @@ def main() -> int:
     if (reason := missing()):
         print(f"bench_chart_floor: cannot run: {reason}", file=sys.stderr)
         return 1
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     repeats = 1 if args.quick else args.repeats
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
-        write_app(Path(tmp))
+        try:
+            write_app(Path(tmp))
+        except FetchError as err:
+            print(f"bench_chart_floor: {err}", file=sys.stderr)
+            return 1
         port = free_port()
         server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
                                   cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -158,7 +184,11 @@ def main() -> int:
                             page = ctx.new_page()
                             page.add_init_script(f"({FIRST_HEATMAP})()")
                             page.goto(url + "/" + query)
-                            page.wait_for_function("window.__firstHeatmap !== null", timeout=60_000)
+                            try:
+                                page.wait_for_function("window.__firstHeatmap !== null", timeout=60_000)
+                            except PlaywrightTimeout:
+                                print(f"bench_chart_floor: {variant}: no heatmap drawn in 60 s", file=sys.stderr)
+                                return 1
                             if r:
                                 times[variant].append(page.evaluate("window.__firstHeatmap") / 1e3)
                         finally:

@@ -25,3 +25,22 @@ def token_count(text: str) -> int:
     if not 2 <= value <= 512:
         raise argparse.ArgumentTypeError(f"must be 2 to 512 tokens ([CLS] and [SEP] included), got {value}")
     return value
+
+
+def seconds(text: str) -> float:
+    """A time in seconds, 0 or more (and finite)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 s or more, got {text}")
+    return value
+
+
+def some_seconds(text: str) -> float:
+    """A time in seconds, more than 0 (a run's length)."""
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0 s")
+    return value

@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "deploy"), str(ROOT / "benchmarks")]
 
 import run_local  # noqa: E402
+from cli_args import positive, seconds, some_seconds  # noqa: E402
 from st_session import StreamlitSession  # noqa: E402
 
 WORDS = ["cat", "dog", "sat", "on", "the", "mat", "river", "bank", "tired", "street"]
@@ -202,7 +203,8 @@ async def warm(url: str) -> None:
 
 
 def shown(x: float, fmt: str) -> str:
-    """A measured number, or "n/a" for one not measured (NaN: the deployment's CPU with --url)."""
+    """A measured number, or "n/a" for one not measured (NaN: the deployment's CPU with --url, or no rerun
+    timed because every session failed to open)."""
     return "n/a" if x != x else format(x, fmt)
 
 
@@ -259,21 +261,25 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the replicas and nginx on `kill`
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sessions", type=int, nargs="+", default=[30])
-    ap.add_argument("--replicas", type=int, nargs="+", default=[2])
-    ap.add_argument("--duration", type=float, default=180, help="seconds of clicking after the ramp")
-    ap.add_argument("--ramp", type=float, default=10, help="sessions open over this many seconds")
-    ap.add_argument("--think", type=float, nargs=2, default=(3.0, 6.0))
+    ap.add_argument("--sessions", type=positive, nargs="+", default=[30])
+    ap.add_argument("--replicas", type=positive, nargs="+", default=[2])
+    ap.add_argument("--duration", type=some_seconds, default=180, help="seconds of clicking after the ramp")
+    ap.add_argument("--ramp", type=seconds, default=10, help="sessions open over this many seconds")
+    ap.add_argument("--think", type=seconds, nargs=2, default=(3.0, 6.0), metavar=("MIN", "MAX"))
     ap.add_argument("--url", help="an existing deployment (no replicas started; RSS/CPU not measured)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", default="", help="comma-separated actions to draw from, e.g. type,page for the soak "
                     "(a new sentence every cycle); default: the whole mix")
-    ap.add_argument("--life", type=float, default=0,
+    ap.add_argument("--life", type=seconds, default=0,
                     help="seconds a session lives before its student closes it and opens a new one "
                          "(0: one session per student for the whole run)")
-    ap.add_argument("--after", type=float, default=0,
+    ap.add_argument("--after", type=seconds, default=0,
                     help="seconds to keep measuring RSS after the sessions close (e.g. 120)")
     args = ap.parse_args()
+    if args.think[0] > args.think[1]:
+        ap.error(f"--think: MIN {args.think[0]:g} is more than MAX {args.think[1]:g}")
+    if MARKERS and max(args.sessions) > len(MARKERS):  # each session needs a word of its own
+        ap.error(f"--sessions: at most {len(MARKERS)} (one marker word each), got {max(args.sessions)}")
     rows = []
     for replicas in ([0] if args.url else args.replicas):
         ctx = run_local.cluster(replicas) if not args.url else None
@@ -309,8 +315,10 @@ def main() -> None:
                 print(f"\n== {replicas} replica(s), {n} sessions at once ({stats.sessions} in all), {wall:.0f} s: "
                       f"{len(stats.reruns)} reruns "
                       f"{dict(sorted(stats.actions.items()))}", flush=True)
-                print(f"   errors {len(stats.errors)}, leaks {len(stats.leaks)}; open p50 {row['open_p50']:.2f} s; "
-                      f"rerun p50 {row['p50']:.2f} s, p95 {row['p95']:.2f} s, max {row['max']:.2f} s; "
+                print(f"   errors {len(stats.errors)}, leaks {len(stats.leaks)}; "
+                      f"open p50 {shown(row['open_p50'], '.2f')} s; "
+                      f"rerun p50 {shown(row['p50'], '.2f')} s, p95 {shown(row['p95'], '.2f')} s, "
+                      f"max {shown(row['max'], '.2f')} s; "
                       f"CPU {shown(row['cpu_ms'], '.0f')} ms/run; load avg (1 min, peak) {load:.1f}")
                 replica_cores = f"{row['replica_cores']:.2f}" if pids else "not measured (--url)"
                 print(f"   CPU in cores (of {os.cpu_count()}): replicas {replica_cores}, this load client "
@@ -330,7 +338,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['replicas']} | {r['sessions']} | {r['seconds']} | {r['reruns']} | {r['errors']} | {r['leaks']} | "
-              f"{r['open_p50']:.2f} | {r['p50']:.2f} | {r['p95']:.2f} | {r['max']:.2f} | {shown(r['cpu_ms'], '.0f')} | "
+              f"{shown(r['open_p50'], '.2f')} | {shown(r['p50'], '.2f')} | {shown(r['p95'], '.2f')} | "
+              f"{shown(r['max'], '.2f')} | {shown(r['cpu_ms'], '.0f')} | "
               f"{shown(r['replica_cores'], '.2f')} / {r['client_cores']:.2f} / {r['machine_cores']:.2f} | "
               f"{r['rss']} | {r['load']:.1f} |")
 

@@ -87,6 +87,12 @@ def test_the_load_test_sees_a_leak_in_one_pass():
     ("bench_ablation.py", ["--threads", "-3"], "--threads: must be at least 1, got -3"),  # was torch's RuntimeError
     ("bench_bertviz.py", ["--sizes", "0"], "--sizes: must be 2 to 512 tokens"),
     ("bench_moves.py", ["--only", "zzz"], "--only 'zzz' matches no interaction"),  # printed an empty table
+    # each started replicas and nginx first: a traceback from nginx -t, NaN rows, a hang looking for a 2,851st word
+    ("load_class.py", ["--replicas", "0"], "--replicas: must be at least 1, got 0"),
+    ("load_class.py", ["--sessions", "-1"], "--sessions: must be at least 1, got -1"),
+    ("load_class.py", ["--duration", "0"], "--duration: must be more than 0 s"),
+    ("load_class.py", ["--think", "5", "1"], "--think: MIN 5 is more than MAX 1"),
+    ("load_class.py", ["--sessions", "99999"], "--sessions: at most"),
 ])
 def test_a_bad_benchmark_argument_is_one_line_and_exit_2(script, argv, said):
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *argv], cwd=ROOT, capture_output=True,
