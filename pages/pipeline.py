@@ -20,17 +20,23 @@ if not settings.sentences:
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 batch = 0
-if len(settings.sentences) > 1:
-    batch = views.sentence_picker(_("Sentence to follow"), list(settings.sentences), key="pipeline_batch")
+# the picker beside the sizes line, and the parameter count after the steps: the step tabs stay in view at 1280×720
+pick, sizes = st.columns([1, 1.25], vertical_alignment="bottom") if len(settings.sentences) > 1 else (None, st)
+if pick is not None:
+    with pick:
+        batch = views.sentence_picker(_("Sentence to follow"), list(settings.sentences), key="pipeline_batch")
 h, d_model = settings.n_heads, settings.d_model
 data = L.walkthrough(settings, batch, h, settings.causal)
 tokens, d_k = data["tokens"], d_model // h
 if data["truncated"]:
     st.info(_("The sentence is cut to {n} tokens on this page.").format(n=L.LESSON_TOKENS),
             icon=":material/content_cut:")
-st.markdown(_("**{n} tokens** · d_model = **{d_model}** · n_heads = **{h}** → d_k = {d_model} / {h} = **{d_k}** · "
-              "causal mask **{state}** (sidebar)").format(n=len(tokens), d_model=d_model, h=h, d_k=d_k,
-                                                          state=_("on") if settings.causal else _("off")))
+sizes.markdown(_("**{n} tokens** · d_model = **{d_model}** · n_heads = **{h}** → d_k = {d_model} / {h} = **{d_k}** · "
+                 "causal mask **{state}** (sidebar)").format(n=len(tokens), d_model=d_model, h=h, d_k=d_k,
+                                                             state=_("on") if settings.causal else _("off")))
+
+# the six steps, one tab at a time: a tab click reruns only them (ui/fragments.py)
+fragments.part("pipeline", pipeline_steps.show, settings, batch)
 
 counts = L.parameter_counts(d_model, tuple(state.head_choices(d_model)))
 st.info(_("MultiHeadAttention(d_model={d_model}, n_heads={h}) has **{n} parameters** (counted on the module).")
@@ -40,6 +46,3 @@ with st.expander(_("Parameters for every head count (the same: heads only split 
     st.dataframe(pd.DataFrame({"n_heads": list(counts), "d_k": [d_model // c for c in counts],
                                _("parameters"): [f"{v:,}" for v in counts.values()]}), hide_index=True,
                  key="pipeline_params_table")
-
-# the six steps, one tab at a time: a tab click reruns only them (ui/fragments.py)
-fragments.part("pipeline", pipeline_steps.show, settings, batch)
