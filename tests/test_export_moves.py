@@ -46,6 +46,7 @@ def test_view_rollout_json_and_csv_of_the_causal_model(tmp_path):
     assert main(["--model", "causal", "--text", ids, "--view", "rollout", "--out", str(csv)]) == 0
     frame = pd.read_csv(csv, index_col=0)
     assert frame.shape == (8, 8) and frame.index[2] == "2: 3"
+    assert frame.index.name == "output \\ input"  # the corner says what rows and columns are (it was empty)
 
 
 def test_view_says_which_one_layer_options_it_ignores(capsys):

@@ -26,7 +26,8 @@ import streamlit as st
 from transformer_core.analysis.head_stats import special_positions
 from transformer_core.analysis.head_types import (CAUSAL_SCORES, ENCODER_SCORES, SCORES, head_type_scores, head_types,
                                                   is_punctuation)
-from transformer_core.analysis.rollout import FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layer_means
+from transformer_core.analysis.rollout import (CSV_CORNER, FLOW_TOKEN_LIMIT, attention_flow, attention_rollout,
+                                               layer_means)
 from transformer_core.analysis.token_pair import pair_table
 from transformer_core.analysis.value_norms import (moved_shares, output_projections, split_output_projection,
                                                    value_norms, with_norms)
@@ -282,7 +283,8 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
                 "columns": "input token", "values": values.tolist(), "last_layer_mean_weights": last.tolist()}
     csv_col, json_col = st.columns(2)
     csv_col.download_button("⬇ " + _("{view} as CSV").format(view=_(view)),
-                            data=csv_file(frame.to_csv(float_format="%.9g")), key=f"{PREFIX}across_csv",
+                            data=csv_file(frame.to_csv(float_format="%.9g", index_label=CSV_CORNER)),
+                            key=f"{PREFIX}across_csv",
                             file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
                             on_click="ignore", width="stretch")
     json_col.download_button("⬇ " + _("{view} and layer 5's mean weights as JSON").format(view=_(view)), data=json.dumps(document),

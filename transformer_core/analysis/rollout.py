@@ -27,6 +27,7 @@ import numpy as np
 
 from ..records.trace import Trace
 
+CSV_CORNER = "output \\ input"  # a CSV's corner cell: rows are output positions after the last layer, columns inputs
 FLOW_TOKEN_LIMIT = 16  # tokens, [CLS] and [SEP] included: 256 max flows over 6 layers, ~2–4 s on 2 busy cores here
 
 

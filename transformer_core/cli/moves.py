@@ -12,7 +12,7 @@ import json
 
 import pandas as pd
 
-from ..analysis.rollout import FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layer_means
+from ..analysis.rollout import CSV_CORNER, FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layer_means
 from ..analysis.value_norms import with_norms
 from ..figures import stage as figures
 from ..figures.moves import VIEW_TITLES, across_layers_figure
@@ -64,7 +64,8 @@ def view_output(trace: Trace, view: str, *, batch: int, fmt: str, width: int, he
     name = figures.figure_filename(view, None, None, tokens, fmt)
     labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
     if fmt == "csv":
-        return name, pd.DataFrame(values, index=labels, columns=labels).to_csv(float_format="%.9g")
+        return name, pd.DataFrame(values, index=labels, columns=labels).to_csv(float_format="%.9g",
+                                                                               index_label=CSV_CORNER)
     if fmt == "json":
         return name, json.dumps({"view": view, "tokens": list(tokens), "rows": "output position after the last layer",
                                  "columns": "input token", "values": values.tolist(),
