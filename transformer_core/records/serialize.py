@@ -224,8 +224,6 @@ def matrix_to_csv(trace: Trace, stage: str, batch: int = 0, head: int | None = 0
     return frame.to_csv(na_rep="", index_label=index_label, lineterminator="\n")
 
 
-# ---------------------------------------------------------------- HTML
-
 def csv_file(text: str) -> bytes:
     """CSV text as the bytes of a ``.csv`` file: UTF-8 with a byte-order mark first, so that Excel reads
     Chinese, accented and emoji tokens as they are (without it, Excel on a Chinese Windows reads the file as
@@ -233,6 +231,8 @@ def csv_file(text: str) -> bytes:
     """
     return ("\ufeff" + text).encode("utf-8")
 
+
+# ---------------------------------------------------------------- HTML
 
 def figures_to_html(figs: list, title: str, *, description: str = "", config: dict | None = None) -> str:
     """One standalone HTML page holding ``figs`` (Plotly figures), readable offline.
