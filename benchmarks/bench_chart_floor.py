@@ -31,15 +31,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
+from bench_clicks import server_at  # noqa: E402
 from bench_visit import FIRST_HEATMAP, TWELVE  # noqa: E402
-from browser_utils import browser, chromium_missing, free_port  # noqa: E402
+from browser_utils import browser, chromium_missing  # noqa: E402
 from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 PLOTLY_JS = "4.1.1"  # the plotly.js major version inside Streamlit 1.67's PlotlyChart chunk, and plotly.py 7.1's
@@ -142,6 +141,32 @@ def missing() -> str | None:
     return None
 
 
+def visits(url: str, repeats: int, times: dict[str, list[float]]) -> bool:
+    """``repeats`` + 1 fresh-context visits per variant, interleaved (so load drifts hit every variant), the first
+    not counted (it warms the server); each first-heatmap time appended to ``times``. False if one drew nothing."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    queries = dict(zip(VARIANTS, ("", "?bundle=full", "?bundle=cartesian")))
+    with browser() as b:
+        for r in range(repeats + 1):
+            for variant, query in queries.items():
+                ctx = b.new_context(viewport={"width": 1280, "height": 720})
+                try:
+                    page = ctx.new_page()
+                    page.add_init_script(f"({FIRST_HEATMAP})()")
+                    page.goto(url + "/" + query)
+                    try:
+                        page.wait_for_function("window.__firstHeatmap !== null", timeout=60_000)
+                    except PlaywrightTimeout:
+                        print(f"bench_chart_floor: {variant}: no heatmap drawn in 60 s", file=sys.stderr)
+                        return False
+                    if r:
+                        times[variant].append(page.evaluate("window.__firstHeatmap") / 1e3)
+                finally:
+                    ctx.close()
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=positive, default=5)
@@ -150,7 +175,6 @@ def main() -> int:
     if (reason := missing()):
         print(f"bench_chart_floor: cannot run: {reason}", file=sys.stderr)
         return 1
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     repeats = 1 if args.quick else args.repeats
     times: dict[str, list[float]] = {v: [] for v in VARIANTS}
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -160,42 +184,13 @@ def main() -> int:
         except FetchError as err:
             print(f"bench_chart_floor: {err}", file=sys.stderr)
             return 1
-        port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
-                                  cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.time() + 120
-            while True:
-                try:
-                    urllib.request.urlopen(url + "/_stcore/health", timeout=5)
-                    break
-                except OSError:
-                    if time.time() > deadline or server.poll() is not None:
-                        print("bench_chart_floor: the Streamlit server did not start", file=sys.stderr)
-                        return 1
-                    time.sleep(0.5)
-            queries = dict(zip(VARIANTS, ("", "?bundle=full", "?bundle=cartesian")))
-            with browser() as b:
-                for r in range(repeats + 1):  # visit 0 warms the server: not counted
-                    for variant, query in queries.items():  # interleaved, so load drifts hit every variant
-                        ctx = b.new_context(viewport={"width": 1280, "height": 720})
-                        try:
-                            page = ctx.new_page()
-                            page.add_init_script(f"({FIRST_HEATMAP})()")
-                            page.goto(url + "/" + query)
-                            try:
-                                page.wait_for_function("window.__firstHeatmap !== null", timeout=60_000)
-                            except PlaywrightTimeout:
-                                print(f"bench_chart_floor: {variant}: no heatmap drawn in 60 s", file=sys.stderr)
-                                return 1
-                            if r:
-                                times[variant].append(page.evaluate("window.__firstHeatmap") / 1e3)
-                        finally:
-                            ctx.close()
-        finally:
-            server.terminate()
-            server.wait(30)
+            with server_at(Path(tmp)) as url:  # bench_clicks': streamlit run app.py in that folder, healthy
+                if not visits(url, repeats, times):
+                    return 1
+        except RuntimeError:
+            print("bench_chart_floor: the Streamlit server did not start", file=sys.stderr)
+            return 1
     base = statistics.median(times[VARIANTS[0]])
     print(f"\nfirst heatmap of a one-chart page, fresh browser context, 1280×720, median of {repeats}\n")
     print("| variant | first heatmap (s) | vs st.plotly_chart |")
