@@ -10,8 +10,18 @@ share its probability.
 
 Top-k keeps the k most probable tokens; top-p (nucleus, Holtzman et al., "The Curious Case of Neural
 Text Degeneration", 2020) keeps the smallest set of most probable tokens whose probabilities add up to
-at least p. :func:`top_tokens` shows the kept tokens and the rest as one "other" bar, so the bars add
-up to 1; sampling draws from the kept tokens renormalised, from a local ``torch.Generator``.
+at least p. With both, the order is named (:data:`FILTER_ORDERS`):
+
+* ``"hf"`` (default) — Hugging Face's: top-k, renormalise the k kept, then top-p on those renormalised
+  probabilities (``TopKLogitsWarper`` → ``TopPLogitsWarper``, the order ``generate`` applies them);
+* ``"both"`` — the tokens both filters keep, each judged on the original probabilities (this project's
+  earlier rule): top-p then reaches p only with the original mass, so it keeps as many or more tokens.
+
+Example: p = [.30, .25, .20, .15, .10], k = 2, top-p = 0.5: ``"hf"`` keeps one token (renormalised
+.545 ≥ .5), sampling from [1, 0, 0, 0, 0]; ``"both"`` keeps two, sampling from [.545, .455, 0, 0, 0].
+:func:`top_tokens` shows the kept tokens (with their probabilities before filtering) and the rest as one
+"other" bar, so the bars add up to 1; sampling draws from the kept tokens renormalised, from a local
+``torch.Generator``.
 
 Shape legend: pos, vocab.
 """
@@ -25,6 +35,10 @@ import torch
 from ..models.causal import CausalLM, token_losses
 
 T_MIN, T_MAX = 0.01, 100.0  # the range the app and the export command offer
+FILTER_ORDERS = {  # how top-k and top-p combine → one line on what it does (English; see the module docstring)
+    "hf": "top-k, renormalise, then top-p (Hugging Face's TopKLogitsWarper → TopPLogitsWarper)",
+    "both": "tokens both top-k and top-p keep, each on the original probabilities",
+}
 
 
 def check_temperature(temperature: float) -> float:
@@ -50,32 +64,39 @@ def softmax_t(logits: np.ndarray | torch.Tensor, temperature: float = 1.0) -> np
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def kept(probs: np.ndarray, k: int | None = None, p: float | None = None) -> np.ndarray:
+def kept(probs: np.ndarray, k: int | None = None, p: float | None = None, order: str = "hf") -> np.ndarray:
     """Indices of the tokens top-k and top-p keep, most probable first (ties: lower id first).
 
-    ``k`` None = all; ``p`` None = no nucleus cut. ``probs``: ``[vocab]``.
+    ``k`` None = all; ``p`` None = no nucleus cut. ``probs``: ``[vocab]``. ``order`` (:data:`FILTER_ORDERS`):
+    ``"hf"`` judges top-p on the k kept tokens renormalised, ``"both"`` on the original probabilities.
 
     Raises:
-        ValueError: ``k`` < 1 or ``p`` not in (0, 1].
+        ValueError: ``k`` < 1, ``p`` not in (0, 1], or an unknown order.
     """
     if k is not None and k < 1:
         raise ValueError(f"top-k must be at least 1, got {k}")
     if p is not None and not 0 < p <= 1:
         raise ValueError(f"top-p must be in (0, 1], got {p}")
-    order = np.lexsort((np.arange(len(probs)), -probs))  # by probability, then by id
+    if order not in FILTER_ORDERS:
+        raise ValueError(f"order must be one of {', '.join(FILTER_ORDERS)}, got {order!r}")
+    probs = np.asarray(probs, np.float64)
+    idx = np.lexsort((np.arange(len(probs)), -probs))  # by probability, then by id
     if k is not None:
-        order = order[:k]
+        idx = idx[:k]
     if p is not None:
-        cum = np.cumsum(probs[order])
-        order = order[:int(np.searchsorted(cum, p - 1e-12)) + 1]  # smallest prefix reaching p
-    return order
+        cum = np.cumsum(probs[idx])
+        if order == "hf" and cum[-1] > 0:
+            cum = cum / cum[-1]  # the k kept, renormalised (Hugging Face's TopKLogitsWarper, then softmax)
+        idx = idx[:int(np.searchsorted(cum, p - 1e-12)) + 1]  # smallest prefix reaching p
+    return idx
 
 
-def top_tokens(probs: np.ndarray, k: int | None = 10, p: float | None = None) -> list[tuple[str, float]]:
+def top_tokens(probs: np.ndarray, k: int | None = 10, p: float | None = None,
+               order: str = "hf") -> list[tuple[str, float]]:
     """``[(token, probability), …, ("other", rest)]`` for one position's ``probs [vocab]``: the kept
     tokens (see :func:`kept`) and the sum of all the others as ``"other"`` (left out when 0), so the
-    probabilities add up to 1."""
-    idx = kept(probs, k, p)
+    probabilities (before filtering) add up to 1."""
+    idx = kept(probs, k, p, order)
     rest = np.ones(len(probs), bool)
     rest[idx] = False
     out = [(str(int(i)), float(probs[i])) for i in idx]
@@ -83,29 +104,33 @@ def top_tokens(probs: np.ndarray, k: int | None = 10, p: float | None = None) ->
     return out + ([("other", other)] if rest.any() else [])
 
 
-def sampling_probs(probs: np.ndarray, k: int | None = None, p: float | None = None) -> np.ndarray:
-    """``probs [vocab]`` restricted to the kept tokens and renormalised (what :func:`sample` draws from)."""
+def sampling_probs(probs: np.ndarray, k: int | None = None, p: float | None = None,
+                   order: str = "hf") -> np.ndarray:
+    """``probs [vocab]`` restricted to the kept tokens (:func:`kept`, ``order``) and renormalised (what
+    :func:`sample` draws from)."""
     out = np.zeros_like(probs)
-    idx = kept(probs, k, p)
+    idx = kept(probs, k, p, order)
     out[idx] = probs[idx]
     return out / out.sum()
 
 
 def sample(model: CausalLM, prompt: list[int], n_new: int, *, temperature: float = 1.0, k: int | None = None,
-           p: float | None = None, seed: int = 0) -> dict:
-    """Extend ``prompt`` by ``n_new`` tokens drawn from ``softmax(logits / T)`` with top-k/top-p, from a
-    ``torch.Generator`` seeded with ``seed`` (same arguments ⇒ same tokens, in any thread).
+           p: float | None = None, seed: int = 0, order: str = "hf") -> dict:
+    """Extend ``prompt`` by ``n_new`` tokens drawn from ``softmax(logits / T)`` with top-k/top-p (combined in
+    ``order``, :data:`FILTER_ORDERS`), from a ``torch.Generator`` seeded with ``seed`` (same arguments ⇒ same
+    tokens, in any thread).
 
     Stops at the model's ``max_positions``. Returns ``{"ids": prompt + new, "n_prompt", "loss": [pos−1]
     nats predicting each token from the ones before (the model's own loss, T = 1), "chosen_prob": [pos−1]
     the sampling probability of each drawn token (NaN for the prompt's)}``.
 
     Raises:
-        ValueError: empty prompt, a bad T, k or p.
+        ValueError: empty prompt, a bad T, k, p or order.
     """
     if not prompt:
         raise ValueError("no tokens: type or generate a sequence")
     check_temperature(temperature)
+    kept(np.ones(1), k, p, order)  # checks k, p and order before any forward pass
     generator = torch.Generator().manual_seed(int(seed))
     ids = list(prompt)[:model.config.max_positions]
     n_prompt = len(ids)
@@ -113,7 +138,7 @@ def sample(model: CausalLM, prompt: list[int], n_new: int, *, temperature: float
     with torch.no_grad():
         while len(ids) < min(model.config.max_positions, n_prompt + n_new):
             logits = model(torch.tensor([ids]))[0, -1]  # [vocab]
-            dist = sampling_probs(softmax_t(logits, temperature), k, p)
+            dist = sampling_probs(softmax_t(logits, temperature), k, p, order)
             token = int(torch.multinomial(torch.from_numpy(dist), 1, generator=generator))
             chosen.append(float(dist[token]))
             ids.append(token)
