@@ -26,6 +26,8 @@ from collections.abc import Sequence
 
 import torch
 
+from .config import whole
+
 # An additive mask value at or below this blocks the key: exp(-1e4) is 0 in float32 and float16.
 ADDITIVE_BLOCKED = -1e4
 
@@ -162,3 +164,43 @@ def rows_without_visible_key(mask: torch.Tensor | None) -> torch.Tensor | None:
     if mask is None:
         return None
     return ~require_bool(mask).any(dim=-1)
+
+
+def sliding_window_mask(n_query: int, n_key: int | None = None, *, window: int, sinks: int = 0,
+                        device=None) -> torch.Tensor:
+    """Causal sliding window of width ``window``, plus ``sinks`` always-visible first keys.
+
+    Query ``i`` (at position ``i + n_key − n_query``, bottom-right aligned as :func:`causal_mask`) may attend
+    key ``j`` when ``0 ≤ pos(i) − j < window``: itself and the ``window − 1`` keys before it, so ``window`` keys in
+    all (the sliding window of Mistral 7B, Jiang et al. 2023 §2, and of Longformer's causal case), **or** when ``j < sinks`` and ``j ≤ pos(i)`` (the "attention sinks"
+    of Xiao et al., "Efficient Streaming Language Models with Attention Sinks", 2024: the first tokens stay
+    in view however far the window has moved). ``window ≥ n_key`` gives :func:`causal_mask`.
+
+    Args:
+        n_query, n_key: lengths (``n_key`` defaults to ``n_query``).
+        window: keys visible behind and including the query, ``≥ 1``.
+        sinks: first key positions kept visible, ``≥ 0``.
+
+    Returns:
+        bool tensor ``[query_pos, key_pos]``, ``True`` = may attend.
+
+    Raises:
+        ValueError: a length is negative, ``window < 1`` or ``sinks < 0``.
+
+    Equivalent to::
+
+        d = (torch.arange(n_query)[:, None] + n_key - n_query) - torch.arange(n_key)[None, :]
+        ((d >= 0) & (d < window)) | ((d >= 0) & (torch.arange(n_key)[None, :] < sinks))
+    """
+    n_key = n_query if n_key is None else n_key
+    if n_query < 0 or n_key < 0:
+        raise ValueError(f"lengths must be >= 0, got n_query={n_query}, n_key={n_key}")
+    if whole(window) is None or window < 1:
+        raise ValueError(f"window must be a whole number >= 1, got {window!r}")
+    if whole(sinks) is None or sinks < 0:
+        raise ValueError(f"sinks must be a whole number >= 0, got {sinks!r}")
+    window, sinks = whole(window), whole(sinks)
+    query_pos = torch.arange(n_query, device=device)[:, None] + (n_key - n_query)  # [query_pos, 1]
+    key_pos = torch.arange(n_key, device=device)[None, :]  # [1, key_pos]
+    behind = query_pos - key_pos  # how far back the key is; < 0 is the future
+    return (behind >= 0) & ((behind < window) | (key_pos < sinks))
