@@ -78,8 +78,9 @@ def test_flow_on_a_small_graph_by_hand():
     # input 0 → output 0: only via (1,0) (edge (1,1)→(2,0) has capacity 0): min(.5, 1) = .5; same from input 1.
     # input j → output 1: via (1,0): min(.5, .5) and via (1,1): min(.5, .5): .5 + .5 = 1.
     expected = np.array([[0.5, 0.5], [1.0, 1.0]])
-    np.testing.assert_allclose(attention_flow(SMALL), expected, atol=1e-12)
-    np.testing.assert_allclose(attention_flow(SMALL, normalise=True), [[0.5, 0.5], [0.5, 0.5]])
+    np.testing.assert_allclose(attention_flow(SMALL, normalise=False), expected, atol=1e-12)
+    # the default divides each row by its sum, as Abnar & Zuidema's compute_flows
+    np.testing.assert_allclose(attention_flow(SMALL), [[0.5, 0.5], [0.5, 0.5]])
     # rollout of the same graph differs: flow is not a product of matrices
     np.testing.assert_allclose(attention_rollout(SMALL), [[0.5, 0.5], [0.5, 0.5]])
     # the same graph built by hand, solved by networkx's default algorithm

@@ -208,9 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", type=int, help=_("attention head (default: all heads)"))
     p.add_argument("--stage", choices=STAGES, default="weights",
                    help=_("which matrix (default weights); norms = value-weighted norms ‖α·f(x)‖ (W_O from the model)"))
-    p.add_argument("--view", choices=("rollout", "flow"),
+    p.add_argument("--view", choices=("rollout", "flow", "flow_raw"),
                    help=_("instead of one layer: attention rollout or flow of --batch's sentence across every layer "
-                        "(flow: at most 16 tokens)"))
+                        "(flow: rows normalised to sum 1 as Abnar & Zuidema's code; flow_raw: maximum flow in "
+                        "capacity units; flow: at most 16 tokens)"))
     p.add_argument("--batch", type=int, default=0, help=_("which sentence of the batch (default 0)"))
     p.add_argument("--format", choices=FORMATS, help=_("output format (default: from --out's extension, else png)"))
     p.add_argument("--out", metavar="PATH", help=_("output file or folder (default: a name like "

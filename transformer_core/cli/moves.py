@@ -2,8 +2,9 @@
 
 ``--stage norms`` adds the value-weighted norms ‖α_ij f_h(x_j)‖ of ``--layer`` to the trace
 (:func:`~transformer_core.analysis.value_norms.with_norms`, W_O read from the model) and is then
-exported like any stage. ``--view rollout|flow`` exports one sentence's attention rollout or flow
-across every layer (:mod:`~transformer_core.analysis.rollout`): PNG/SVG/HTML as the app draws it
+exported like any stage. ``--view rollout|flow|flow_raw`` exports one sentence's attention rollout or flow
+across every layer (:mod:`~transformer_core.analysis.rollout`; ``flow`` rows normalised as Abnar & Zuidema's
+code, ``flow_raw`` the maximum flows in capacity units): PNG/SVG/HTML as the app draws it
 (beside the last layer's mean weights), CSV as a labelled matrix, JSON with both matrices.
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 
 import pandas as pd
 
-from ..analysis.rollout import CSV_CORNER, FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layer_means
+from ..analysis.rollout import CSV_CORNER, FLOW_KINDS, FLOW_TOKEN_LIMIT, attention_flow, attention_rollout, layer_means
 from ..analysis.value_norms import with_norms
 from ..figures import stage as figures
 from ..figures.moves import VIEW_TITLES, across_layers_figure
@@ -55,11 +56,11 @@ def view_output(trace: Trace, view: str, *, batch: int, fmt: str, width: int, he
         raise UsageError(_("--batch {batch} out of range: the text has {n} sentence(s)").format(
             batch=batch, n=len(trace.tokens)))
     n = trace.lengths[batch]
-    if view == "flow" and n > FLOW_TOKEN_LIMIT:
+    if view in FLOW_KINDS and n > FLOW_TOKEN_LIMIT:
         raise UsageError(_("--view flow is computed for at most {limit} tokens; sentence {batch} has {n} (--view "
                            "rollout works at any length)").format(limit=FLOW_TOKEN_LIMIT, batch=batch, n=n))
     means = layer_means(trace, batch)  # [layer, n, n]
-    values = attention_flow(means) if view == "flow" else attention_rollout(means)
+    values = attention_flow(means, normalise=view == "flow") if view in FLOW_KINDS else attention_rollout(means)
     tokens = trace.tokens[batch][:n]
     name = figures.figure_filename(view, None, None, tokens, fmt)
     labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
@@ -69,6 +70,7 @@ def view_output(trace: Trace, view: str, *, batch: int, fmt: str, width: int, he
     if fmt == "json":
         return name, json.dumps({"view": view, "tokens": list(tokens), "rows": "output position after the last layer",
                                  "columns": "input token", "values": values.tolist(),
+                                 "unit": FLOW_KINDS.get(view, "share: rows sum to 1"),
                                  "last_layer_mean_weights": means[-1].tolist(), "settings": dict(trace.settings)})
     fig = across_layers_figure(values, means[-1], tokens, view, batch=batch, last_layer=len(means) - 1)
     title = f"{VIEW_TITLES[view]} across {len(means)} layers"

@@ -16,7 +16,13 @@ from .stage import SEQUENTIAL, label, short_label, tick_positions
 
 VIEW_TITLES = {
     "rollout": N_("Attention rollout"),
-    "flow": N_("Attention flow (maximum flow)"),
+    "flow": N_("Attention flow (maximum flow, rows normalised)"),
+    "flow_raw": N_("Attention flow, raw (maximum flow in capacity units)"),
+}
+VIEW_UNITS = {  # the colour bar's title: what the numbers of the left matrix are (the right one is a share)
+    "rollout": N_("share (rows sum to 1)"),
+    "flow": N_("share of the row's flow (rows sum to 1)"),
+    "flow_raw": N_("flow (capacity units); right: share"),
 }
 
 
@@ -26,7 +32,9 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     tokens) beside ``last_mean [n, n]`` (the last layer's weights averaged over heads), on one colour range.
 
     Traces: 0 = ``values`` (``z``), 1 = ``last_mean``; one colour bar, 0 to the largest value of
-    either. ``layout.meta``: ``{"stage": view, "batch", "n", "zrange", "last_layer"}``.
+    either, titled with the unit of ``view`` (:data:`VIEW_UNITS`: rollout and flow are shares whose rows sum
+    to 1, raw flow is in capacity units). ``layout.meta``: ``{"stage": view, "batch", "n", "zrange",
+    "last_layer"}``.
 
     Raises:
         ValueError: unknown view or shapes that do not match ``tokens``.
@@ -59,7 +67,7 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     fig.update_layout(
         height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#ffffff",
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=zrange[0], cmax=zrange[1],
-                       colorbar=dict(thickness=10, len=0.9, title=dict(text=_("share"), font=dict(size=11)))),
+                       colorbar=dict(thickness=10, len=0.9, title=dict(text=_(VIEW_UNITS[view]), font=dict(size=11)))),
         meta={"stage": view, "batch": batch, "n": n, "zrange": list(zrange), "last_layer": last_layer})
     fig.update_annotations(font_size=12)
     return fig
