@@ -1,5 +1,6 @@
-"""Head-type scores on constructed attention patterns (a pure previous-token head scores 1), and their agreement
-with the causal model's own previous-token score."""
+"""Head-type scores on constructed attention patterns (a pure previous-token head scores (n − 1)/n by
+TransformerLens's definition, 1 over the rows with a target), and their agreement with the causal model's own
+previous-token score (the rows-with-a-target variant)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,10 +24,16 @@ def test_pure_heads_score_one_on_their_own_type_and_zero_elsewhere():
     prev = one_hot_rows([0] + list(range(n - 1)), n)  # row 0 has no previous token: itself
     nxt = one_hot_rows(list(range(1, n)) + [n - 1], n)
     same = np.eye(n)
-    scores = head_type_scores(np.stack([prev, nxt, same]), tokens, kinds=("previous_token", "next_token", "self"))
+    kinds = ("previous_token", "next_token", "self")
+    scores = head_type_scores(np.stack([prev, nxt, same]), tokens, kinds=kinds, definition="rows_with_target")
     np.testing.assert_allclose(scores["previous_token"], [1, 0, 0])
     np.testing.assert_allclose(scores["next_token"], [0, 1, 0])
     np.testing.assert_allclose(scores["self"], [1 / n, 1 / n, 1])  # row 0 / row n-1 sit on themselves
+    # TransformerLens's definition (the default) divides by every row: row 0 has no previous token
+    scores = head_type_scores(np.stack([prev, nxt, same]), tokens, kinds=kinds)
+    np.testing.assert_allclose(scores["previous_token"], [(n - 1) / n, 0, 0])
+    np.testing.assert_allclose(scores["next_token"], [0, (n - 1) / n, 0])
+    np.testing.assert_allclose(scores["self"], [1 / n, 1 / n, 1])
 
 
 def test_duplicate_and_induction_on_a_repeated_sequence():
@@ -34,9 +41,13 @@ def test_duplicate_and_induction_on_a_repeated_sequence():
     # duplicate head: each repeat looks at its earlier copy; induction head: at the token after it
     dup = one_hot_rows([0, 1, 2, 0, 1, 2], 6)
     ind = one_hot_rows([0, 1, 2, 1, 2, 3], 6)
-    scores = head_type_scores(np.stack([dup, ind]), tokens, kinds=("duplicate_token", "induction"))
+    scores = head_type_scores(np.stack([dup, ind]), tokens, kinds=("duplicate_token", "induction"),
+                              definition="rows_with_target")
     np.testing.assert_allclose(scores["duplicate_token"], [1, 0])
     np.testing.assert_allclose(scores["induction"], [0, 1])
+    scores = head_type_scores(np.stack([dup, ind]), tokens, kinds=("duplicate_token", "induction"))
+    np.testing.assert_allclose(scores["duplicate_token"], [0.5, 0])  # 3 of 6 rows have a target
+    np.testing.assert_allclose(scores["induction"], [0, 0.5])
     # TransformerLens's patterns, written out: induction D[i, j] = [token_{j-1} = token_i, j ≤ i]
     expected = np.zeros((6, 6), bool)
     expected[3, 1] = expected[4, 2] = expected[5, 3] = True
@@ -70,11 +81,13 @@ def test_a_shifted_head_does_not_pass_as_previous_token():
 
 def test_previous_token_equals_the_causal_models_own_score():
     trace = run_causal([5, 17, 3, 9, 22, 5, 17, 3, 9, 22])
-    table = head_types(trace, 0, CAUSAL_SCORES)
+    table = head_types(trace, 0, CAUSAL_SCORES, definition="rows_with_target")
+    tl = head_types(trace, 0, CAUSAL_SCORES)
     assert len(table) == 8 and list(table.columns[:2]) == ["layer", "head"]
     for layer in range(2):
         own = previous_token_score(torch.tensor(trace.stage("weights", layer))).numpy()
         np.testing.assert_allclose(table[table.layer == layer]["previous_token"], own, atol=1e-6)
+        np.testing.assert_allclose(tl[tl.layer == layer]["previous_token"], own * 9 / 10, atol=1e-6)  # n = 10
     assert table[["previous_token", "duplicate_token", "induction", "self", "broadness"]].to_numpy().max() <= 1 + 1e-9
 
 
