@@ -73,12 +73,14 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     return fig
 
 
-def score_overlay(fig: go.Figure, scores: np.ndarray, score_name: str) -> go.Figure:
+def score_overlay(fig: go.Figure, scores: np.ndarray, score_name: str, source: str | None = None) -> go.Figure:
     """Lay head-type ``scores [layer, head]`` (in [0, 1]) over an overview figure, in place, and return it.
 
     A tile fades under a white veil as its score falls (opacity 0.8·(1 − score)) and gets a frame
     whose width grows with the score, so the heads of that type stand out. The tile-centre markers'
-    hover gains the score. ``layout.meta`` gains ``{"color": score_name, "scores": [[...]]}``.
+    hover gains the score and ``source``, the detector that produced it (English, translated here; e.g.
+    :data:`transformer_core.analysis.head_types.SOURCES`). ``layout.meta`` gains ``{"color": score_name,
+    "source": source, "scores": [[...]]}``.
     """
     meta = dict(fig.layout.meta)
     m, g = meta["tile"], meta["gutter"]
@@ -93,7 +95,9 @@ def score_overlay(fig: go.Figure, scores: np.ndarray, score_name: str) -> go.Fig
     marker = fig.data[1]
     marker.customdata = np.column_stack([np.asarray(marker.customdata)[:, :2], scores.reshape(-1)])
     marker.hovertemplate = (_("layer {layer}, head {head}").format(layer="%{customdata[0]}", head="%{customdata[1]}")
-                            + "<br>" + _(score_name) + " %{customdata[2]:.2f}<br><b>" + _("click to open")
+                            + "<br>" + _(score_name) + " %{customdata[2]:.2f}"
+                            + ("" if source is None else " (" + _(source) + ")") + "<br><b>" + _("click to open")
                             + "</b><extra></extra>")
-    fig.update_layout(shapes=shapes, meta={**meta, "color": score_name, "scores": scores.round(4).tolist()})
+    fig.update_layout(shapes=shapes, meta={**meta, "color": score_name, "source": source,
+                                           "scores": scores.round(4).tolist()})
     return fig
