@@ -1,17 +1,17 @@
 """Attention Explorer — entrypoint: `streamlit run app.py`.
 
 Sends the page navigation first, then draws the shared sidebar (so its state persists across
-pages), then runs the chosen page. The heavy imports (torch, via ``ui.state``) come after
+pages), then runs the chosen page. The heavy imports (torch, via ``ui.shell.controls``) come after
 ``st.navigation``, so a fresh server's first visitor sees the menu while they load.
 """
 import streamlit as st
 
-from ui import diagnostics, failover, i18n, nav
-from ui.i18n import _
+from ui.shell import diagnostics, failover, i18n, nav
+from ui.shell.i18n import _
 
 # this run's language (?lang=, the sidebar switch, or the browser's): the menu and every page follow it
 st.set_page_config(page_title=_("Attention Explorer"), page_icon="🔍", layout="wide")
-if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/nav.py)
+if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/shell/nav.py)
     nav.leave_legacy_mode(rerun=True)
 page = nav.navigation()
 diagnostics.maybe_report()  # only with AE_DIAGNOSTICS=1 (tests, operators)
@@ -19,9 +19,9 @@ failover.notice_if_moved()  # a page that came back on another replica says so
 if nav.is_alias(page):  # /explorer?… → /?… (the explorer is the default page)
     page.run()
 
-from ui import state  # noqa: E402  (after the navigation on purpose: this imports torch)
+from ui.shell import controls  # noqa: E402  (after the navigation on purpose: this imports torch)
 
 i18n.setup_package()  # figures and texts built in transformer_core speak the session's language too
 
-st.session_state["_settings"] = state.sidebar(page.url_path)  # controls that do nothing on the page: disabled
+st.session_state["_settings"] = controls.sidebar(page.url_path)  # controls that do nothing on the page: disabled
 page.run()

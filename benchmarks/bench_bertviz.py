@@ -369,14 +369,14 @@ def attention_input(model: str, n: int):
 
     from transformer_core import EncoderConfig, run_toy
     from transformer_core.models.minilm_trace import run_minilm
-    from ui.state import DEFAULTS
+    from ui.shell.controls import DEFAULTS
 
     if model == "minilm":
         text = make_text(n - 2)
         trace = run_minilm([text], max_tokens=n)
     else:
         text = make_text(n)
-        d_model = DEFAULTS["d_model"]  # as ui.compute.toy_trace with the sidebar's defaults
+        d_model = DEFAULTS["d_model"]  # as ui.parts.toy_compute.toy_trace with the sidebar's defaults
         config = EncoderConfig(d_model=d_model, n_heads=DEFAULTS["n_heads"], d_ff=4 * d_model, n_layers=1,
                                seed=DEFAULTS["seed"])
         trace = run_toy([text], config, tokenizer="word", causal=False, padding=True, max_tokens=n)
@@ -391,13 +391,13 @@ def attention_input(model: str, n: int):
 def tokens_shown(model: str, text: str) -> int:
     """Tokens our page draws for this one-line text (after its character and token limits)."""
     from transformer_core.text.tokenize import batch_tokens
-    from ui.state import MAX_TOKENS, split_sentences
+    from ui.shell.controls import MAX_TOKENS, split_sentences
 
     sentences, _ = split_sentences(text)
     if model == "minilm":
         from transformer_core.text.tokenize import load_wordpiece
 
-        from ui.minilm_compute import MAX_MINILM_TOKENS
+        from ui.minilm.compute import MAX_MINILM_TOKENS
 
         return min(len(load_wordpiece().encode(sentences[0], add_special_tokens=True).ids), MAX_MINILM_TOKENS)
     return batch_tokens(list(sentences), "word", MAX_TOKENS).lengths[0]

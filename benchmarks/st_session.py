@@ -63,7 +63,7 @@ class Run:
     payload: bytes          # every ForwardMsg of the run, concatenated (for leak checks)
     exceptions: list[str]   # st.exception / script errors shown to the user
     status: str             # script_finished status name
-    fragment: str = ""      # the fragment that ran alone (ui/fragments.py), "" for a run of the whole page
+    fragment: str = ""      # the fragment that ran alone (ui/shell/fragments.py), "" for a run of the whole page
 
 
 @dataclass

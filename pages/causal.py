@@ -1,6 +1,6 @@
 """Trained causal model: a tiny GPT-style decoder trained here on repeated random tokens — watch its
 previous-token and induction heads form over training, under the causal mask it learned with."""
-from ui import nav  # first, before the heavy imports below
+from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
@@ -10,14 +10,13 @@ import streamlit as st
 from transformer_core.figures import stage as figures
 from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
 from transformer_core.figures.overview import overview_figure
-from ui import fragments, head_parts, state
-from ui import causal_compute as causal
-from ui import ablation, predictions
-from ui import minilm_moves as moves
-from ui.markdown import plain
-from ui import i18n
-from ui.i18n import _
-from ui.numbers import number
+from ui.causal import ablation, heads, predictions
+from ui.causal import compute as causal
+from ui.parts import ablation_controls, moves_panels
+from ui.parts.numbers import number
+from ui.shell import fragments, i18n, url
+from ui.shell.i18n import _
+from ui.shell.markdown import plain
 
 N_LAYERS, N_HEADS = CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads
 ss = st.session_state
@@ -39,16 +38,16 @@ except OSError as err:
 steps = log["checkpoint_steps"]
 
 # ------------------------------------------------------------------ controls
-state.bind_url("causal_period", "period", range(2, CAUSAL_CONFIG.max_positions // 2 + 1), 16)
-state.bind_url("causal_seed", "seq_seed", range(100), 0)
-state.bind_url("causal_step", "checkpoint", steps, steps[-1])
-state.bind_url("causal_mask", "causal_mask", (True, False), True, to_text=lambda v: "1" if v else "0")
+url.bind_url("causal_period", "period", range(2, CAUSAL_CONFIG.max_positions // 2 + 1), 16)
+url.bind_url("causal_seed", "seq_seed", range(100), 0)
+url.bind_url("causal_step", "checkpoint", steps, steps[-1])
+url.bind_url("causal_mask", "causal_mask", (True, False), True, to_text=lambda v: "1" if v else "0")
 
 
 if "causal_text" not in ss:
     raw = st.query_params.get("seq")
-    ss["causal_text"] = raw[:400] if raw else " ".join(map(str, causal.generate(state.value("causal_period"),
-                                                                                state.value("causal_seed"))))
+    ss["causal_text"] = raw[:400] if raw else " ".join(map(str, causal.generate(url.value("causal_period"),
+                                                                                url.value("causal_seed"))))
 c1, c2, c3 = st.columns([1, 1, 1.2], vertical_alignment="bottom")
 c1.number_input(_("Period (random tokens, then repeated)"), min_value=2, max_value=CAUSAL_CONFIG.max_positions // 2,
                 key="causal_period", on_change=causal.regenerate,
@@ -83,7 +82,7 @@ st.plotly_chart(causal.loss_curve(step, i18n.language()), key="causal_loss_curve
                 config=figures.chart_config("causal_loss_curve"))
 
 try:
-    trace = moves.causal_with_norms(tuple(ids), step, mask_on)  # every stage, plus ‖α·f(x)‖ (stage norms)
+    trace = causal.causal_with_norms(tuple(ids), step, mask_on)  # every stage, plus ‖α·f(x)‖ (stage norms)
     reference = trace if mask_on else causal.causal_trace(tuple(ids), step, True)
 except CausalUnavailable as err:
     st.error(_("The trained causal model is not available, so this page cannot run: {error}").format(
@@ -136,15 +135,15 @@ st.markdown((_("**All {layers} layers × {heads} heads** (attention weights; row
                "the **previous-token head** (the diagonal just below the main one) in layer 0 and the **induction "
                "stripe** (a diagonal offset by the period, in the second half) in layer 1. **Click a tile's centre** "
                "to open that head below.")).format(layers=N_LAYERS, heads=N_HEADS))
-color = moves.color_control("causal_", moves.CAUSAL_COLORS)  # ?color=: tiles fade by a head-type score
-ablation.click_toggle("causal_")
-overview = ablation.frame_ablated(moves.causal_overview(overview_figure(trace, 0, height=380), trace, period, color),
+color = moves_panels.color_control("causal_", moves_panels.CAUSAL_COLORS)  # ?color=: tiles fade by a head-type score
+ablation_controls.click_toggle("causal_")
+overview = ablation_controls.frame_ablated(heads.causal_overview(overview_figure(trace, 0, height=380), trace, period, color),
                                   "causal_", N_LAYERS, N_HEADS, ablation.CAUSAL_DEFAULT)
 open_head = {"layer_key": "causal_layer", "head_key": "causal_head", "n_heads": N_HEADS}
 st.plotly_chart(overview, key="causal_overview", selection_mode="points",
-                on_select=ablation.tile_callback("causal_overview", open_head, "causal_", N_LAYERS),
+                on_select=ablation_controls.tile_callback("causal_overview", open_head, "causal_", N_LAYERS),
                 config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
-ablation.click_note(st, "causal_", N_LAYERS, N_HEADS, default=ablation.CAUSAL_DEFAULT)
+ablation_controls.click_note(st, "causal_", N_LAYERS, N_HEADS, default=ablation.CAUSAL_DEFAULT)
 
 # ------------------------------------------------------------------ head scores
 st.subheader(_("Head scores"))
@@ -168,8 +167,8 @@ st.caption(_("**Previous-token score**: mean weight on key = query − 1. **Indu
 
 # ------------------------------------------------------------------ one head, every stage
 st.subheader(_("One head, stage by stage"))
-# a stage, layer, head, cell, tile or tab click reruns only the head view (ui/fragments.py)
-fragments.part("causal", head_parts.causal, trace, step, N_LAYERS, N_HEADS)
+# a stage, layer, head, cell, tile or tab click reruns only the head view (ui/shell/fragments.py)
+fragments.part("causal", heads.causal, trace, step, N_LAYERS, N_HEADS)
 
 predictions.section(trace, ids, step, period)
 ablation.causal_section(step)

@@ -1,17 +1,18 @@
 """Explorer: every stage of multi-head attention for the learner's sentences (random weights)."""
-from ui import nav  # first, before the heavy imports below
+from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
 import streamlit as st
 
-from ui import compute, head_view, state, views
-from ui import minilm_moves as moves
-from ui.i18n import _
+from ui.explorer import traces
+from ui.parts import head_view, moves_panels, toy_compute, trace_tables
+from ui.shell import controls
+from ui.shell.i18n import _
 
-settings = state.current()
+settings = controls.current()
 st.title(_("Attention Explorer"))
-settings = compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
+settings = toy_compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
 st.markdown(_(
     "Each token's new vector is a **weighted mix of all tokens**: a row is a query, a column a key, a row's "
     "weights add up to 1. **Try first:** turn on the **Causal mask** (sidebar), then change **n_heads**. "
@@ -27,13 +28,13 @@ with extras:
     box = st.expander(_("Tokens, downloads and reopening a saved trace"), icon=":material/table:")
 tables = box.container()
 with box:
-    trace = views.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
+    trace = traces.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
 if trace is not None:  # said above the figures too: the sidebar's sentences and masks no longer apply
     main.info(_("Showing an uploaded trace: its own sentences, masks and sizes, not the sidebar's. Remove the file "
                 "under “Tokens, downloads and reopening a saved trace” to go back."), icon=":material/upload_file:")
 else:
     try:
-        trace = moves.toy_with_norms(settings)  # every stage, plus ‖α·f(x)‖ from the toy's seeded W_O
+        trace = traces.toy_with_norms(settings)  # every stage, plus ‖α·f(x)‖ from the toy's seeded W_O
     except ValueError as err:
         main.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
         st.stop()
@@ -42,14 +43,14 @@ with main:
     sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]
     shown = tuple(s for s in head_view.STAGES if trace.has(s))  # a reopened file may hold only the four it needs
     stage, batch, _layer, head, fixed, all_large = head_view.controls(trace.n_heads, "explorer_", sentences=sentences,
-                                                                      stages=shown + moves.norm_stages(trace))
+                                                                      stages=shown + traces.norm_stages(trace))
     if trace.lengths[batch] == 0:
         st.warning(_("This sentence has no tokens: every position is padding."), icon=":material/warning:")
     head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
                    key_prefix="explorer_", explain=stage != "norms")
     if stage == "norms":
-        moves.norms_panel(trace, batch=batch, layer=0, head=head, key_prefix="explorer_")  # factors, then explain
+        moves_panels.norms_panel(trace, batch=batch, layer=0, head=head, key_prefix="explorer_")  # factors, then explain
 with tables:
-    views.token_table(trace)
-    views.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")
-    views.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")
+    trace_tables.token_table(trace)
+    trace_tables.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")
+    trace_tables.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")

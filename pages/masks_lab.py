@@ -1,6 +1,6 @@
 """Masks lab: causal and padding masks, the seeds' two fill conventions, float16, a cached prefix,
 keys vs queries, and attention dropout — each computed live on the learner's sentences."""
-from ui import nav  # first, before the heavy imports below
+from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
@@ -10,17 +10,20 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import callbacks, compute, state
-from ui import lesson_panels as L
-from ui.labels import sentence_label
-from ui.markdown import plain
-from ui.i18n import N_, _, tabs as translated_tabs
-from ui.numbers import number
+from ui.lessons import compute as lesson_compute
+from ui.lessons import lesson_figures as L
+from ui.parts import toy_compute
+from ui.parts.labels import sentence_label
+from ui.parts.numbers import number
+from ui.shell import callbacks, controls, url
+from ui.shell.i18n import N_, _
+from ui.shell.language_widgets import tabs as translated_tabs
+from ui.shell.markdown import plain
 
 PAGE = "masks_lab"
-settings = state.current()
+settings = controls.current()
 st.title(_("Masks lab"))
-settings = compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
+settings = toy_compute.usable(settings)  # WordPiece unavailable: word-level tokens, with a note
 L.prose(PAGE, "intro")
 if not settings.sentences:
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
@@ -33,7 +36,7 @@ if len(settings.sentences) > 2:
         n=len(settings.sentences) - 2),
             icon=":material/info:")
 try:
-    trace = L.lab_trace(settings)
+    trace = lesson_compute.lab_trace(settings)
 except ValueError as err:
     st.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
     st.stop()
@@ -44,10 +47,10 @@ if any(trace.truncated):
     st.info(_("Sentences are cut to {n} tokens on this page.").format(n=L.LESSON_TOKENS), icon=":material/content_cut:")
 left, right = st.columns(2)
 shorter = int(np.argmin(trace.lengths))
-state.bind_url("masks_batch", "sentence", range(len(pair)), shorter,  # labels: as the picker's below
+url.bind_url("masks_batch", "sentence", range(len(pair)), shorter,  # labels: as the picker's below
                labels=[sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths))])
-state.bind_url("masks_head", "head", range(settings.n_heads), 0)
-# formatters from ui.callbacks, never a page lambda (it would keep this run alive)
+url.bind_url("masks_head", "head", range(settings.n_heads), 0)
+# formatters from ui.shell.callbacks, never a page lambda (it would keep this run alive)
 sentence_labels = tuple(sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths)))
 batch = left.selectbox(_("Sentence"), range(len(pair)), key="masks_batch",
                        format_func=partial(callbacks.label_of, sentence_labels))
@@ -56,7 +59,7 @@ head = right.selectbox(_("Head"), range(settings.n_heads), key="masks_head",
 tokens, length = trace.tokens[batch], trace.lengths[batch]
 rows, n = L.labels(tokens), len(tokens)
 # One section at a time (lazy: only the open tab runs and is drawn), its name in the URL as ?section=…
-# (translated labels; the open tab survives a language switch and its English name is the URL's: ui/i18n.tabs)
+# (translated labels; the open tab survives a language switch and its English name is the URL's: ui/shell/language_widgets.tabs)
 tabs = translated_tabs([N_("Causal and padding"), N_("Two conventions"), N_("Cached prefix"), N_("Keys vs queries"),
                         N_("Dropout")], key="section", url="section")
 
@@ -68,9 +71,9 @@ with tabs[0]:
         if length == n:
             st.info(_("This sentence is the longest of the two, so it has no [PAD]: pick the other sentence to see "
                       "the padding mask hide something."), icon=":material/info:")
-        gallery = L.mask_gallery(settings, batch, head)
+        gallery = lesson_compute.mask_gallery(settings, batch, head)
         kinds = {"causal": _("Causal mask"), "padding": _("Padding mask"), "both": _("Causal AND padding")}
-        state.bind_url("masks_kind", "mask", list(kinds), "causal")
+        url.bind_url("masks_kind", "mask", list(kinds), "causal")
         kind = st.segmented_control(_("Mask"), list(kinds), key="masks_kind", format_func=kinds.get, required=True)
         title, g = kinds[kind], gallery[kind]
         L.prose(PAGE, f"gallery-{kind}")
@@ -94,11 +97,11 @@ with tabs[1]:
     if tabs[1].open:
         st.header("2 · " + _("The seeds' two conventions"))
         L.prose(PAGE, "conventions")
-        state.bind_url("masks_empty_row", "row", range(n), 0, labels=[f"{i}: {t}" for i, t in enumerate(tokens)])
+        url.bind_url("masks_empty_row", "row", range(n), 0, labels=[f"{i}: {t}" for i, t in enumerate(tokens)])
         row_labels = tuple(f"{i}: {t}" for i, t in enumerate(tokens))
         empty_row = st.selectbox(_("Query row whose every key we block (a row with no visible key)"), range(n),
                                  key="masks_empty_row", format_func=partial(callbacks.label_of, row_labels))
-        conv = L.conventions(settings, batch, head, empty_row)
+        conv = lesson_compute.conventions(settings, batch, head, empty_row)
         cols = st.columns(3)
         shown = conv["mask"] | ~conv["ordinary"][:, None]  # ordinary rows: visible keys; the empty row: every cell
         # one colour range for the three recipes (NaN and the empty row's uniform 1/n are left out by value_range)
@@ -145,10 +148,10 @@ with tabs[2]:
         if length < 2:
             st.info(_("This needs a sentence of at least two tokens."), icon=":material/info:")
         else:
-            state.bind_url("masks_n_new", "new", range(1, length), 1)
+            url.bind_url("masks_n_new", "new", range(1, length), 1)
             n_new = (st.slider(_("New tokens (queries) against the cached sentence"), 1, length - 1, key="masks_n_new")
                      if length > 2 else 1)
-            pre = L.prefix(settings, batch, head, n_new)
+            pre = lesson_compute.prefix(settings, batch, head, n_new)
             q_rows, k_cols = L.labels(tokens[:length])[length - n_new:], L.labels(tokens[:length])
             cols = st.columns(3)
             L.chart(L.mask_figure(pre["full"], k_cols, k_cols, _("full sentence: square causal mask"), section="prefix",
@@ -170,7 +173,7 @@ with tabs[3]:
     if tabs[3].open:
         st.header("4 · " + _("Padding: hide keys, not queries"))
         L.prose(PAGE, "keys-queries")
-        kq = L.keys_vs_queries(settings, batch, head)
+        kq = lesson_compute.keys_vs_queries(settings, batch, head)
         top = max(float(v["weights"][v["mask"]].max(initial=0)) for v in kq.values()) or 1.0  # one range for all
         cols = st.columns(3)
         variant_names = {"keys": _("keys"), "queries": _("queries"), "keys and queries": _("keys and queries")}
@@ -196,13 +199,13 @@ with tabs[4]:
         st.header("5 · " + _("Dropout on the weights (training only)"))
         L.prose(PAGE, "dropout")
         c1, c2, c3 = st.columns(3)
-        state.bind_url("masks_training", "train", (False, True), False, to_text=lambda v: "1" if v else "0")
-        state.bind_url("masks_dropout_p", "p", [round(0.05 * i, 2) for i in range(19)], 0.3)
-        state.bind_url("masks_dropout_seed", "draw", range(10_001), 0)
+        url.bind_url("masks_training", "train", (False, True), False, to_text=lambda v: "1" if v else "0")
+        url.bind_url("masks_dropout_p", "p", [round(0.05 * i, 2) for i in range(19)], 0.3)
+        url.bind_url("masks_dropout_seed", "draw", range(10_001), 0)
         training = c1.toggle(_("Training mode"), key="masks_training")
         p = c2.slider(_("Dropout p"), 0.0, 0.9, step=0.05, key="masks_dropout_p")
         dseed = c3.number_input(_("Dropout draw (seed)"), 0, 10_000, key="masks_dropout_seed")
-        drop = L.dropout_lab(settings, batch, head, training, float(p), int(dseed))
+        drop = lesson_compute.dropout_lab(settings, batch, head, training, float(p), int(dseed))
         top = float(max(drop["before"][drop["visible"]].max(initial=0), drop["after"][drop["visible"]].max(initial=0))) or 1.0
         cols = st.columns([2, 2, 1.4])  # the row-sum table's two columns fit beside the figures at 1280×720
         L.chart(L.pattern_figure(drop["before"], rows, rows, _("weights (before dropout)"), visible=drop["visible"],

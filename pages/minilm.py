@@ -1,6 +1,6 @@
 """Trained model (MiniLM-L6): a real BERT's attention on our own modules — every head at a glance,
 per-head statistics, and any one head stage by stage."""
-from ui import nav  # first, before the heavy imports below
+from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
@@ -11,18 +11,17 @@ import streamlit as st
 
 from transformer_core.figures.overview import overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
-from ui import callbacks, fragments, head_parts, state, views
-from ui.numbers import number
-from ui import minilm_compute as minilm
-from ui import ablation
-from ui import minilm_moves as moves
-from ui.i18n import _, ngettext
-from ui.labels import and_list, sentence_label
-from ui import wordpiece_note
+from ui.minilm import ablation, head_fragment, moves, wordpiece_note
+from ui.minilm import compute as minilm
+from ui.parts import ablation_controls, moves_panels, trace_tables
+from ui.parts.labels import and_list, sentence_label
+from ui.parts.numbers import number
+from ui.shell import callbacks, controls, fragments, url
+from ui.shell.i18n import _, ngettext
 
 N_LAYERS, N_HEADS = 6, 12
 ss = st.session_state
-settings = state.current()
+settings = controls.current()
 st.title(_("Trained model: MiniLM-L6"))
 st.caption(_("all-MiniLM-L6-v2, a 6-layer BERT encoder (12 heads per layer, d_model = 384, d_k = 32), trained as a "
              "sentence-embedding model and run on this app's own attention modules: these patterns were *learned*. "
@@ -48,10 +47,10 @@ except ValueError as err:
 trace = summary["trace"]  # tokens and mask; one layer's stages are computed below, when it is open
 sentences_shown = [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.lengths)]
 labels = tuple(sentence_label(b, text, 60) for b, text in enumerate(sentences_shown))
-# widget callbacks from ui.callbacks, never this page's functions (they would keep this run alive)
+# widget callbacks from ui.shell.callbacks, never this page's functions (they would keep this run alive)
 open_head = dict(layer_key="minilm_layer", head_key="minilm_head", n_heads=N_HEADS)
-state.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0, labels=labels)
-state.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
+url.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0, labels=labels)
+url.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
 pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")
 batch = pick.selectbox(_("Sentence"), range(len(sentences_shown)), key="minilm_batch",
                        format_func=partial(callbacks.label_of, labels),
@@ -103,19 +102,19 @@ st.markdown((_("**All {layers} layers × {heads} heads** of sentence {b} (attent
 # no highlight frame: the figure stays byte-identical when a tile is clicked, so it is not resent
 overview = overview_figure(trace, batch, height=320, n_layers=N_LAYERS, n_heads=N_HEADS,
                            tiles=summary["overview"][(batch, hide_keys is not None)])
-color = moves.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
+color = moves_panels.color_control()  # ?color=: tiles fade by a head-type score; ?stage=norms: tiles of ‖α·f(x)‖
 overview = moves.overview(overview, trace, sentences, settings.padding, batch, hide_keys is not None, color)
-ablation.click_toggle("minilm_")
+ablation_controls.click_toggle("minilm_")
 if (pool := overview.layout.meta["pool"]) > 1:
     st.caption(_("Long sentence: each overview cell shows the largest weight of a {pool} × {pool} block of tokens. "
                  "The open head below shows every token.").format(pool=pool))
-overview = ablation.frame_ablated(overview, "minilm_", N_LAYERS, N_HEADS)
+overview = ablation_controls.frame_ablated(overview, "minilm_", N_LAYERS, N_HEADS)
 if hide_keys is not None:
     st.caption(_("Hidden cells are only blanked, **not renormalised**: a row's remaining weights add up to less than 1; "
                  "the missing part went to [CLS], [SEP] and [PAD]."))
 # the overview and the head view are one part: a tile, stage, layer, head, cell or tab click reruns only them
-# (ui/fragments.py)
-fragments.part("minilm", head_parts.minilm, trace, sentences, settings.padding, batch, hide_keys, N_LAYERS, N_HEADS,
+# (ui/shell/fragments.py)
+fragments.part("minilm", head_fragment.minilm, trace, sentences, settings.padding, batch, hide_keys, N_LAYERS, N_HEADS,
                overview=overview, open_head=open_head)
 
 st.subheader(_("Per-head statistics"))
@@ -153,4 +152,4 @@ moves.sections(trace, sentences, settings.padding, batch, color)  # ?view=rollou
 ablation.minilm_section(sentences, settings.padding, batch, labels)
 
 with st.expander(_("Tokens of every sentence"), icon=":material/table:"):
-    views.token_table(trace)
+    trace_tables.token_table(trace)

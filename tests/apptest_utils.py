@@ -11,7 +11,7 @@ import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from ui import cache
+from ui.shell import cache
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -94,7 +94,7 @@ def without_seed_quotes(text: str) -> str:
     """
     from transformer_core.analysis.tutorial_lines import LINES
     from transformer_core.text.i18n import _
-    from ui.markdown import plain
+    from ui.shell.markdown import plain
 
     for lines in LINES.values():
         for line in lines:

@@ -9,7 +9,7 @@ import urllib.parse
 import pytest
 
 from browser_utils import ARTIFACTS, chromium_missing, wait_idle
-from ui.markdown import WORD_JOINER
+from ui.shell.markdown import WORD_JOINER
 
 _missing = chromium_missing()
 if _missing:

@@ -52,7 +52,7 @@ def _shoot(page, name: str) -> None:
 def _reference():
     from transformer_core.analysis.value_norms import with_norms
     from transformer_core.models.minilm_trace import run_minilm
-    from ui.minilm_compute import with_example
+    from ui.minilm.compute import with_example
 
     sentences, _ = with_example((TEXT,))
     return with_norms(run_minilm(list(sentences), only=lambda n: n.endswith((".weights", ".v"))))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from transformer_core import EncoderConfig, run_toy
-from ui import cache
+from ui.shell import cache
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _csv_downloads() -> list[tuple[str, ast.Call]]:
     found = []
-    for path in sorted([*(ROOT / "ui").glob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]):
+    for path in sorted([*(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "download_button"

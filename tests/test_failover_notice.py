@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 from st_session import StreamlitSession  # noqa: E402
 
-from ui.failover import asked_for_old_session  # noqa: E402
+from ui.shell.failover import asked_for_old_session  # noqa: E402
 
 NOTICE = b"Reconnected to another server"
 

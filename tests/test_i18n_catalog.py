@@ -94,7 +94,7 @@ def test_the_tutorials_terms(term, chinese):
 
 def test_languages_agree():
     from transformer_core.text import i18n as core
-    from ui import i18n as app
+    from ui.shell import i18n as app
 
     assert app.LANGUAGES == core.LANGUAGES and app.LOCALES == core.LOCALES
     assert [app.from_locale(x) for x in ("zh-CN", "zh_TW", "zh", "en-US", "fr", None)] == ["zh"] * 3 + ["en"] * 3
@@ -102,7 +102,7 @@ def test_languages_agree():
 
 @pytest.mark.parametrize("page", sorted(p.stem for p in (ROOT / "assets").glob("*.md")))
 def test_every_lesson_text_has_its_chinese_twin(page):
-    from ui.lesson_panels import sections
+    from ui.lessons.lesson_figures import sections
 
     english, chinese = sections(page, "en"), sections(page, "zh")
     assert list(chinese) == list(english)

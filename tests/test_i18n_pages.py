@@ -12,7 +12,7 @@ import re
 import pytest
 from apptest_utils import new_app
 
-from ui.i18n import _
+from ui.shell.i18n import _
 
 TEXT = "我们今天学习注意力机制\n猫坐在垫子上"
 CODE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|```.*?```|`[^`]*`", re.S)
@@ -135,7 +135,7 @@ def test_a_download_built_on_the_click_speaks_the_pages_language():
     from transformer_core.models.toy import run_toy
     from transformer_core.nn.config import EncoderConfig
     from transformer_core.text import i18n as core
-    from ui.i18n import later
+    from ui.shell.i18n import later
 
     trace = run_toy(["the cat sat"], EncoderConfig(d_model=16, n_heads=2))
     with core.use_language("zh"):

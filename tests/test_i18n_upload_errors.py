@@ -12,7 +12,7 @@ from test_i18n_pages import HAN, english_sentences
 from test_upload_schema_relations import A, STAGES, tiny
 
 from transformer_core.text.i18n import use_language
-from ui.views import read_upload
+from ui.explorer.traces import read_upload
 
 
 def _set(path, value):

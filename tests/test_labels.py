@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from apptest_utils import new_app
 from test_trace_upload import shown
-from ui.labels import and_list, cut, numbered, plural, sentence_label
-from ui.markdown import WORD_JOINER, plain
+from ui.parts.labels import and_list, cut, numbered, plural, sentence_label
+from ui.shell.markdown import WORD_JOINER, plain
 
 LONG = "The road was very muddy after the heavy rain last night"
 ESCAPES = re.compile(r"\\[!-/:-@\[-`{-~]")  # a backslash before punctuation: Markdown escaping shown as text
@@ -136,7 +136,7 @@ def test_url_notes_quote_the_link_as_inert_text(query, quoted):
 
 
 def test_spans_writes_runs_as_ranges():
-    from ui.labels import spans
+    from ui.parts.labels import spans
 
     assert spans([0, 1, 2, 3, 7]) == "0–3 and 7" and spans([5]) == "5" and spans([]) == ""
     assert spans([9, 2, 3, 11, 10]) == "2–3 and 9–11" and spans([1, 3, 5]) == "1, 3 and 5"

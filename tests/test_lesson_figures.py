@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ui import lesson_panels as L
+from ui.lessons import lesson_figures as L
 
 
 @pytest.mark.parametrize("n_heads", [2, 4, 8])

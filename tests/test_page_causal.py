@@ -7,7 +7,7 @@ from apptest_utils import figures, focus, heatmap_z, new_app, tiles
 
 from transformer_core.models import causal
 from transformer_core.models.causal import run_causal
-from ui.causal_compute import generate
+from ui.causal.compute import generate
 
 
 def _open(**query):

@@ -12,7 +12,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from transformer_core.nn import masks
-from ui import cache as ui_cache
+from ui.shell import cache as ui_cache
 
 APP = str(pathlib.Path(__file__).resolve().parent.parent / "app.py")
 PAGE = "pages/masks_lab.py"

@@ -16,7 +16,7 @@ def reference(text: str, batch: int = 0):
     """A fresh MiniLM run of the page's batch (the text plus its built-in example) with norms of every layer."""
     from transformer_core.analysis.value_norms import with_norms
     from transformer_core.models.minilm_trace import run_minilm
-    from ui.minilm_compute import with_example
+    from ui.minilm.compute import with_example
 
     sentences, _ = with_example((text,))
     trace = run_minilm(list(sentences), only=lambda n: n.endswith((".attention.weights", ".attention.v")))
@@ -131,7 +131,7 @@ def test_a_ranked_row_opens_its_head():
     def script():
         import streamlit as st
 
-        from ui.minilm_moves import open_ranked
+        from ui.minilm.moves import open_ranked
 
         st.session_state["event"] = {"selection": {"rows": [1]}}
         open_ranked("event", ((3, 4), (5, 11), (0, 2)))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import streamlit as st
 from test_page_masks_lab import open_page, z_of
-from ui import cache as ui_cache
+from ui.shell import cache as ui_cache
 
 PAGE = "pages/pipeline.py"
 

@@ -11,7 +11,7 @@ import pytest
 from apptest_utils import new_app, without_seed_quotes
 
 from transformer_core.models.causal import parse_tokens
-from ui.numbers import finite_table, number
+from ui.parts.numbers import finite_table, number
 
 BAD = re.compile(r"\b(nan|inf|infinity)\b|Traceback", re.IGNORECASE)
 

@@ -16,7 +16,7 @@ import streamlit as st
 from apptest_utils import new_app
 from transformer_core import EncoderConfig, run_toy
 from transformer_core.records import serialize
-from ui.markdown import WORD_JOINER
+from ui.shell.markdown import WORD_JOINER
 
 ONE = json.loads(serialize.trace_to_json(run_toy(["the cat sat"], EncoderConfig(d_model=8, n_heads=2, d_ff=32))))
 TWO = json.loads(serialize.trace_to_json(run_toy(["the cat sat", "a dog"], EncoderConfig(d_model=8, n_heads=2,

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from transformer_core import EncoderConfig, run_toy
 from transformer_core.figures import stage as figures
 from transformer_core.records import serialize
-from ui.views import read_upload, token_frame
+from ui.explorer.traces import read_upload
+from ui.parts.trace_tables import token_frame
 
 STAGES = ("scores", "masked_scores", "weights", "context")  # what the explorer requires and draws
 VALID = json.loads(serialize.trace_to_json(run_toy(["the cat sat", "a dog"], EncoderConfig(d_model=8, n_heads=2,

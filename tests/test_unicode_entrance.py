@@ -81,7 +81,7 @@ def test_wordpiece_nfd_and_nfc_give_the_same_ids():
 
 
 def test_text_box_entrance_is_nfc():
-    from ui.state import split_sentences
+    from ui.shell.controls import split_sentences
 
     assert split_sentences(nfd("café\n한국어")) == (("caf\u00e9", "\ud55c\uad6d\uc5b4"), [])
 
@@ -157,7 +157,7 @@ def test_minilm_statistics_of_typed_pad_stay_zero_under_the_padding_mask():
     """``?text=see [PAD] here&padding=1`` on the MiniLM page: the page pads the sentence with its long example."""
     from transformer_core.analysis.head_stats import head_stats
     from transformer_core.models.minilm_trace import run_minilm
-    from ui.minilm_compute import LONG_EXAMPLE, _token_count, with_example
+    from ui.minilm.compute import LONG_EXAMPLE, _token_count, with_example
 
     assert _token_count("see [PAD] here") == 7
     batch, added = with_example(("see [PAD] here",))
@@ -212,7 +212,7 @@ def test_wordpiece_sees_the_same_control_pictures():
 
 
 def test_text_box_shows_control_pictures_with_a_note():
-    from ui.state import MAX_CHARS, split_sentences
+    from ui.shell.controls import MAX_CHARS, split_sentences
 
     sentences, notes = split_sentences("ls\x1b[0m\x00\nnext\x0cline")
     assert sentences == ("ls\u241b[0m\u2400", "next\u240cline")  # a form feed is shown, not a line break

@@ -10,7 +10,7 @@ import pytest
 
 from browser_utils import chromium_missing, wait_idle
 from test_upload_schema_relations import tiny
-from ui.views import UPLOAD_BYTES
+from ui.explorer.traces import UPLOAD_BYTES
 
 _missing = chromium_missing()
 if _missing:

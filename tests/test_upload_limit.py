@@ -15,7 +15,7 @@ from pathlib import Path
 
 from transformer_core import EncoderConfig, run_toy
 from transformer_core.records import serialize
-from ui import views
+from ui.explorer import traces as views
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVELOPE = 4096  # multipart boundary and part headers around the file: a few hundred bytes in practice

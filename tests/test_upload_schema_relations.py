@@ -15,7 +15,7 @@ import pytest
 from transformer_core import EncoderConfig, run_toy
 from transformer_core.analysis.explain import explain_cell
 from transformer_core.records import serialize
-from ui.views import read_upload
+from ui.explorer.traces import read_upload
 
 STAGES = ("scores", "masked_scores", "weights", "context")
 A = "layers.0.attention."

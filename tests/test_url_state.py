@@ -1,5 +1,5 @@
 """parse_query_params: every bad value falls back to its default with a note naming it."""
-from ui.state import DEFAULTS, MAX_CHARS, parse_query_params, split_sentences, to_query_params
+from ui.shell.controls import DEFAULTS, MAX_CHARS, parse_query_params, split_sentences, to_query_params
 
 
 def test_missing_parameters_give_defaults_and_no_notes():

@@ -13,7 +13,7 @@ from transformer_core.cli import export
 from transformer_core.models import minilm as pretrained
 from transformer_core.text import minilm_files
 from transformer_core.text import tokenize
-from ui import cache as ui_cache
+from ui.shell import cache as ui_cache
 
 PAGES = ("pages/explorer.py", "pages/masks_lab.py", "pages/pipeline.py", "pages/minilm.py")
 TEXT = "The cat sat on the mat.\nDogs bark!"

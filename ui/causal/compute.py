@@ -1,7 +1,7 @@
 """Cached compute for the trained-causal-model page: traces, head scores, loss curve figure.
 
 The model is loaded once per process per checkpoint (:func:`transformer_core.models.causal.load_causal_model`)
-and captured in a thread-private context, so sessions may run it at once. :func:`~ui.cache.memo` keys
+and captured in a thread-private context, so sessions may run it at once. :func:`~ui.shell.cache.memo` keys
 traces by value (byte-bounded); the loss-curve figure, one per checkpoint, is ``st.cache_data``;
 :class:`~transformer_core.models.causal.CausalUnavailable` is raised, not cached.
 """
@@ -14,10 +14,11 @@ import torch
 
 from transformer_core.models.causal import (CAUSAL_CONFIG, induction_score, previous_token_score, repeated_tokens,
                                      run_causal, training_log)
+from transformer_core.analysis.value_norms import with_norms
 from transformer_core.records.trace import Trace
 
-from .cache import memo
-from .i18n import _
+from ..shell.cache import memo
+from ..shell.i18n import _
 
 VOCAB = CAUSAL_CONFIG.vocab_size
 MAX_TOKENS = CAUSAL_CONFIG.max_positions
@@ -110,3 +111,9 @@ def loss_curve(step: int, lang: str = "en") -> go.Figure:
                       yaxis_title=_("loss (nats)", lang), legend=dict(orientation="h", y=1.15, x=0),
                       meta={"stage": "loss_curve", "step": step})
     return fig
+
+
+@memo("causal_trace")
+def causal_with_norms(ids: tuple[int, ...], step, causal: bool) -> Trace:
+    """The causal page's trace (:func:`causal_trace`) plus ``norms`` of both layers."""
+    return with_norms(causal_trace(ids, step, causal))

@@ -16,9 +16,9 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
-from .cache import memo
-from .i18n import N_, _
-from .state import bind_url
+from ..shell.cache import memo
+from ..shell.i18n import N_, _
+from ..shell.url import bind_url
 
 TEMPERATURES = (0.01, 0.05, 0.1, 0.2, 0.5, 0.7, 1.0, 1.5, 2.0, 5.0, 10.0, 100.0)
 TOP_K = (1, 2, 3, 5, 10, 20, 64)

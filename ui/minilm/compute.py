@@ -2,7 +2,7 @@
 
 The model is loaded once per process inside :func:`~transformer_core.models.minilm.load_minilm`
 and never mutated; :func:`~transformer_core.nn.hooks.capture` records into a per-thread
-context, so sessions may run it at once. :func:`~ui.cache.memo` keys by value and shares one
+context, so sessions may run it at once. :func:`~ui.shell.cache.memo` keys by value and shares one
 read-only trace between sessions (byte-bounded, expiring). A missing or corrupt MiniLM raises
 :class:`~transformer_core.models.minilm.PretrainedUnavailable`, which is not cached (a later
 run retries).
@@ -15,9 +15,9 @@ import streamlit as st
 from transformer_core.analysis.head_stats import head_stats
 from transformer_core.records.trace import Trace
 
-from .cache import memo
-from .i18n import _
-from .state import MAX_TOKENS
+from ..shell.cache import memo
+from ..shell.controls import MAX_TOKENS
+from ..shell.i18n import _
 
 MAX_MINILM_TOKENS = 512  # the model's own limit (its learned position table), [CLS] and [SEP] included
 

@@ -1,4 +1,4 @@
-"""The head view of the MiniLM and causal pages as one fragment (:mod:`ui.fragments`): a stage, layer, head, cell,
+"""The MiniLM page's head view as one fragment (:mod:`ui.shell.fragments`): a stage, layer, head, cell,
 tile or tab click reruns only this part of the page. (The explorer's head view is nearly its whole page: there a
 fragment saved no server time, measured with benchmarks/rerun_cpu.py, and it has none.)
 
@@ -15,9 +15,12 @@ import streamlit as st
 from transformer_core.figures.stage import chart_config, figure_filename
 from transformer_core.records.trace import Trace
 
-from . import ablation, fragments, head_view, views
-from . import minilm_moves as moves
-from .i18n import _
+from ..parts import ablation_controls as ablation
+from ..parts import head_view
+from ..parts.moves_panels import norms_panel
+from ..shell import fragments
+from ..shell.i18n import _
+from . import moves
 
 
 def minilm(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide_keys: np.ndarray | None,
@@ -44,18 +47,4 @@ def minilm(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, 
                    key_prefix="minilm_", hide_keys=hide_keys, title_prefix=_("layer {layer} · ").format(layer=layer),
                    explain=stage != "norms")
     if stage == "norms":
-        moves.norms_panel(layer_trace, batch=batch, layer=layer, head=head)  # the two factors, then the explain panel
-
-
-def causal(trace: Trace, step: int, n_layers: int, n_heads: int) -> None:
-    """The causal page's head view at checkpoint ``step``, with its downloads."""
-    stage, _batch, layer, head, fixed, all_large = head_view.controls(n_heads, "causal_", n_layers=n_layers,
-                                                                     stages=head_view.STAGES + ("norms",))
-    head_view.show(trace, batch=0, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
-                   key_prefix="causal_", title_prefix=_("step {step} · layer {layer} · ").format(step=step, layer=layer),
-                   explain=stage != "norms")
-    if stage == "norms":
-        moves.norms_panel(trace, batch=0, layer=layer, head=head, key_prefix="causal_")  # factors, then explain panel
-    with st.expander(_("Downloads: CSV, JSON, offline HTML"), icon=":material/download:"):
-        views.stage_csv(trace, stage, batch=0, layer=layer, key_prefix="causal_")
-        views.trace_downloads(trace, batch=0, stages=("masked_scores", "weights"), layer=layer, key_prefix="causal_")
+        norms_panel(layer_trace, batch=batch, layer=layer, head=head)  # the two factors, then the explain panel

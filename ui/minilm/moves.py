@@ -23,35 +23,29 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core.analysis.head_stats import special_positions
-from transformer_core.analysis.head_types import (CAUSAL_SCORES, ENCODER_SCORES, SCORES, head_type_scores, head_types,
-                                                  is_punctuation)
+from transformer_core.analysis.head_types import ENCODER_SCORES, SCORES, head_type_scores
 from transformer_core.analysis.rollout import (CSV_CORNER, FLOW_TOKEN_LIMIT, attention_flow, attention_rollout,
                                                layer_means)
 from transformer_core.analysis.token_pair import pair_table
-from transformer_core.analysis.value_norms import (moved_shares, output_projections, split_output_projection,
-                                                   value_norms, with_norms)
+from transformer_core.analysis.value_norms import output_projections, split_output_projection, value_norms, with_norms
 from transformer_core.figures import stage as figures
 from transformer_core.figures.moves import across_layers_figure, score_overlay
 from transformer_core.figures.overview import overview_figure, tiled_weights
 from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
-from . import explain_panel
-from .cache import memo
-from .head_view import STAGES
-from .i18n import N_, _
-from .markdown import plain
-from .numbers import number
-from .head_view import chosen_cell
-from .state import bind_url
+from ..parts.head_view import STAGES
+from ..parts.numbers import number
+from ..shell.cache import memo
+from ..shell.i18n import N_, _
+from ..shell.markdown import plain
+from ..shell.url import bind_url
+from .compute import MAX_MINILM_TOKENS, minilm_layer
 
 PREFIX = "minilm_"
 MINILM_STAGES = STAGES + ("norms",)
 VIEWS = ("off", "rollout", "flow")
 VIEW_LABELS = {"off": N_("off"), "rollout": N_("rollout"), "flow": N_("flow")}
-COLORS = ("none",) + ENCODER_SCORES
-CAUSAL_COLORS = ("none",) + CAUSAL_SCORES
 
 
 class PairOptions(Sequence):
@@ -86,8 +80,6 @@ def moves_data(sentences: tuple[str, ...], padding: bool) -> dict:
     """One MiniLM run recording every layer's ``weights`` and ``v``: ``{"trace": Trace (weights only),
     "fnorm": ‖f_h(x_j)‖ float32 [batch, layer, head, key_pos]}`` (f_h(x_j) = v_j^h W_O^h)."""
     from transformer_core.models.minilm_trace import run_minilm
-
-    from .minilm_compute import MAX_MINILM_TOKENS
 
     with st.spinner(_("Running MiniLM-L6 (every layer's weights and values) …")):
         trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
@@ -155,31 +147,17 @@ def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> 
 
 @memo("minilm_layer")
 def norm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace:
-    """:func:`ui.minilm_compute.minilm_layer`'s trace plus ``layers.{layer}.attention.norms``."""
-    from .minilm_compute import minilm_layer
-
+    """:func:`ui.minilm.compute.minilm_layer`'s trace plus ``layers.{layer}.attention.norms``."""
     base = minilm_layer(sentences, padding, layer)
     return with_norms(base, [layer], output_projections(base))
 
 
 def layer_trace(sentences: tuple[str, ...], padding: bool, layer: int, stage: str) -> Trace:
     """The open layer's trace for the head view: with its norms when ``stage == "norms"``."""
-    from .minilm_compute import minilm_layer
-
     return norm_layer(sentences, padding, layer) if stage == "norms" else minilm_layer(sentences, padding, layer)
 
 
 # ------------------------------------------------------------------ overview: norms and head types
-
-
-def color_control(prefix: str = PREFIX, colors: tuple[str, ...] = COLORS) -> str:
-    """The "colour heads by type" picker (``?color=``); returns the score name or ``"none"``."""
-    bind_url(f"{prefix}color", "color", colors, "none")
-    names = {c: _("none") if c == "none" else _(SCORES[c]) for c in colors}  # translated now
-    return st.columns([2, 3])[0].selectbox(_("Colour heads by type"), colors, key=f"{prefix}color",
-                        format_func=names.get,
-                        help=_("Fade every overview tile by a head-type score (0 = faded, 1 = framed): "
-                               "previous/next token, self, share to [CLS], to [SEP]/punctuation, broadness."))
 
 
 def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide: bool, color: str):
@@ -199,44 +177,6 @@ def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch
                      "(thicker = higher). Hover a tile's centre for its score; the table under the per-head statistics "
                      "sorts every head by it.").format(score=_(SCORES[color])))
     return fig
-
-
-# ------------------------------------------------------------------ norms: the caption and the two factors
-
-
-def norms_panel(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str = PREFIX) -> None:
-    """Under the open head when the stage is ``norms``: weight vs what moves to [CLS]/[SEP]/punctuation, and
-    the chosen cell's two factors α_ij and ‖f_h(x_j)‖, recomputed."""
-    n = trace.lengths[batch]
-    tokens = trace.tokens[batch]
-    weights, norms = trace.stage("weights", layer)[batch], trace.stage("norms", layer)[batch]
-    special = special_positions(tokens, n)  # [CLS]/[SEP] by position, where the tokenizer put them
-    groups = {"[CLS]": special["[CLS]"], "[SEP]": special["[SEP]"],
-              N_("punctuation"): np.array([i < n and is_punctuation(t) for i, t in enumerate(tokens)])}
-    shares = {name: moved_shares(weights[head:head + 1], norms[head:head + 1], keys, n)
-              for name, keys in groups.items() if keys.any()}
-    name, (w, m) = max(shares.items(), key=lambda kv: kv[1][0][0]) if shares else ("", ([0.0], [0.0]))
-    verb = _("but only") if m[0] < w[0] else _("and")
-    if shares:
-        st.markdown(_("**{w}** of this head's weight goes to {name}, {verb} **{m}** of what it moves (‖α·f(x)‖). Weights "
-                      "say where a head *looks*; value-weighted norms say what it *carries*: a key whose vector f(x) = "
-                      "v·W_O is short moves little however much weight it gets (Kobayashi et al. 2020).").format(
-            w=number(w[0], ".0%"), name=_(name), verb=verb, m=number(m[0], ".0%")))
-    q, k = chosen_cell(trace, batch, key_prefix)  # the explain panel's own cell (URL, click or pickers)
-    projections = output_projections(trace)
-    heads = split_output_projection(projections[layer][0], trace.n_heads)
-    f = value_norms(trace.stage("v", layer)[batch], heads)[head, k]  # ‖v_k W_O^head‖
-    alpha = float(weights[head, q, k])
-    diff = abs(alpha * float(f) - float(norms[head, q, k]))
-    st.latex(rf"\lVert \alpha_{{{q},{k}}}\, f_{{{head}}}(x_{{{k}}}) \rVert = \alpha_{{{q},{k}}} \cdot "
-             rf"\lVert v_{{{k}}} W_O^{{{head}}} \rVert = {alpha:.4f} \times {float(f):.4f} = {alpha * float(f):.4f}")
-    st.caption(_("Query {q}, key {k} (pick another cell in the explain panel below, or click it). W_O^{head} = the {rows} "
-                 "rows of W_O that multiply head {head}'s context; its output bias is shared by all heads and left out. "
-                 "The figure shows {shown} (difference {diff}).").format(
-        q=plain(f"{q}: {tokens[q]}"), k=plain(f"{k}: {tokens[k]}"), head=head, rows=heads.shape[1],
-        shown=f"{float(norms[head, q, k]):.4f}", diff=f"{diff:.1e}"))
-    st.divider()
-    explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=key_prefix)
 
 
 # ------------------------------------------------------------------ across layers: rollout and flow
@@ -379,48 +319,3 @@ def sections(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int
         head_types_table(sentences, padding, batch, color)
     across_layers(trace, sentences, padding, batch)
     pair_search(trace, sentences, padding, batch)
-
-
-# ------------------------------------------------------------------ the toy explorer and the causal page
-
-
-@memo("toy_trace")
-def toy_with_norms(settings) -> Trace:
-    """The explorer's toy trace (:func:`ui.compute.toy_trace`) plus ``norms`` of every layer (its seeded W_O)."""
-    from .compute import toy_trace
-
-    return with_norms(toy_trace(settings))
-
-
-def norm_stages(trace: Trace) -> tuple[str, ...]:
-    """``("norms",)`` when ``trace`` holds value-weighted norms (a reopened JSON trace has none: its W_O is unknown)."""
-    return ("norms",) if any(k.endswith(".attention.norms") for k in trace.stages) else ()
-
-
-@memo("causal_trace")
-def causal_with_norms(ids: tuple[int, ...], step, causal: bool) -> Trace:
-    """The causal page's trace (:func:`ui.causal_compute.causal_trace`) plus ``norms`` of both layers."""
-    from .causal_compute import causal_trace
-
-    return with_norms(causal_trace(ids, step, causal))
-
-
-def causal_overview(fig, trace: Trace, period: int | None, color: str):
-    """The causal page's overview faded by ``color``. Previous-token and induction are the page's own scores
-    (:func:`ui.causal_compute.sequence_scores`: key = query − 1, key = query − period + 1); the others are
-    :mod:`~transformer_core.analysis.head_types`'s (TransformerLens's duplicate-token pattern, self, broadness)."""
-    if color == "none":
-        return fig
-    if color in ("previous_token", "induction"):
-        from .causal_compute import sequence_scores
-
-        scores = np.array(sequence_scores(trace, period)[color], dtype=float)  # [layer][head]; None without a period
-    else:
-        table = head_types(trace, 0, (color,))
-        scores = table[color].to_numpy().reshape(trace.n_layers, -1)
-    if np.isnan(scores).all():
-        st.caption(_("No {score} score: the sequence does not repeat.").format(score=_(SCORES[color])))
-        return fig
-    st.caption(_("Tiles fade as their **{score}** score on this sequence falls; a red frame marks 0.25 or more "
-                 "(thicker = higher).").format(score=_(SCORES[color])))
-    return score_overlay(fig, np.nan_to_num(scores), SCORES[color])

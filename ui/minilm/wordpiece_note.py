@@ -10,8 +10,8 @@ import streamlit as st
 
 from transformer_core.records.trace import Trace
 
-from .i18n import _, ngettext
-from .markdown import plain
+from ..shell.i18n import _, ngettext
+from ..shell.markdown import plain
 
 UNK = "[UNK]"
 

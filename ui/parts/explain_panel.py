@@ -14,13 +14,14 @@ import streamlit as st
 from transformer_core.analysis.explain import TOLERANCE, explain_cell
 from transformer_core.records.trace import Trace
 
-from . import fragments, tutorial_lines
-from .i18n import N_, _
-from .i18n import tabs as translated_tabs
+from ..shell import fragments
+from ..shell.i18n import N_, _
+from ..shell.language_widgets import tabs as translated_tabs
+from ..shell.markdown import plain
+from ..shell.url import bind_url
+from . import tutorial_lines
 from .labels import spans
-from .markdown import plain
 from .numbers import number
-from .state import bind_url
 
 TOP_KEYS = 6  # keys listed in the context step
 
@@ -72,7 +73,7 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     key = right.selectbox(_("Key (column)"), range(n), key=k_key, format_func=options.__getitem__)
     note.caption(_("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
                    "this very number."))
-    # its own fragment inside the head view's: a tab click reruns only the steps (ui/fragments.py)
+    # its own fragment inside the head view's: a tab click reruns only the steps (ui/shell/fragments.py)
     fragments.part(f"{key_prefix}explain", _steps, trace, batch=batch, layer=layer, head=head, query=query, key=key,
                    key_prefix=key_prefix)
 

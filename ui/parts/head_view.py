@@ -16,11 +16,12 @@ from transformer_core.figures.heads import heads_figure, picked_head
 from transformer_core.figures.slide import describe
 from transformer_core.records.trace import PATTERN_STAGES, Trace
 
-from . import cache, explain_panel
-from .i18n import N_, _
+from ..shell import cache
+from ..shell.i18n import N_, _
+from ..shell.url import bind_url, fallback, value
+from . import explain_panel
 from .labels import sentence_label
-from .state import bind_url, fallback, value
-from .views import FORMULAS, STAGE_HELP, shape_text
+from .trace_tables import FORMULAS, STAGE_HELP, shape_text
 
 STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
 STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": N_("scores"), "masked_scores": N_("masked"),
@@ -86,7 +87,7 @@ def chosen_cell(trace: Trace, batch: int, key_prefix: str) -> tuple[int, int]:
     options = [f"{i}: {t}" for i, t in enumerate(tokens)]
     for name in ("q", "k"):
         bind_url(f"{key_prefix}{name}", name, range(len(tokens)), 0, labels=options)
-    # value(): a moved session's first run may not have these keys yet (ui/state.fallback)
+    # value(): a moved session's first run may not have these keys yet (ui/shell/url.fallback)
     return int(value(f"{key_prefix}q") or 0), int(value(f"{key_prefix}k") or 0)
 
 

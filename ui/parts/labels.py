@@ -1,7 +1,7 @@
 """Short plain-English labels: sentences cut at a word boundary, plurals, lists of numbers.
 
 Pure text (no Markdown): for ``st.selectbox`` options, which Streamlit shows as plain text,
-use these as they are; inside a Markdown note, pass user text through :func:`ui.markdown.plain`.
+use these as they are; inside a Markdown note, pass user text through :func:`ui.shell.markdown.plain`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import regex
 
 from transformer_core.text.tokenize import cut_graphemes
 
-from .i18n import _
+from ..shell.i18n import _
 
 ELLIPSIS = "…"
 

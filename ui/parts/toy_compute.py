@@ -1,6 +1,6 @@
 """Cached compute: settings in, :class:`~transformer_core.records.trace.Trace` out.
 
-:func:`~ui.cache.memo` keys by value and shares one read-only trace between sessions (byte-bounded,
+:func:`~ui.shell.cache.memo` keys by value and shares one read-only trace between sessions (byte-bounded,
 expiring); each call builds its own small model from (config, seed), so no model is shared or
 hooked across sessions.
 """
@@ -12,9 +12,9 @@ import streamlit as st
 
 from transformer_core import EncoderConfig, Trace, run_toy
 
-from .cache import memo
-from .i18n import _
-from .state import MAX_TOKENS, Settings
+from ..shell.cache import memo
+from ..shell.controls import MAX_TOKENS, Settings
+from ..shell.i18n import _
 
 
 @memo("toy_trace")

@@ -1,4 +1,4 @@
-"""Reusable page parts: the token table, and one stage shown per head with formula and shape."""
+"""A trace as tables: the token table, a stage's formula, help and shape, its downloads (CSV, JSON, offline HTML), the sentence picker."""
 from __future__ import annotations
 
 import pandas as pd
@@ -8,12 +8,10 @@ from transformer_core.figures import stage as figures
 from transformer_core.figures.slide import trace_html
 from transformer_core.records import serialize
 from transformer_core.records.trace import Trace
-from transformer_core.records.schema import Limits
 
+from ..shell.i18n import N_, _, later, ngettext
+from ..shell.url import bind_url
 from .labels import and_list, sentence_label
-from .i18n import N_, _, later, ngettext
-from .markdown import plain
-from .state import MAX_HEADS, MAX_SENTENCES, MAX_TOKENS, bind_url
 
 FORMULAS = {
     "q": r"Q = X W_Q \;\text{(split into heads)}",
@@ -35,15 +33,6 @@ STAGE_HELP = {
     "norms": N_("What each key moves into each query: its weight times the length of its value vector after W_O "
                 "(Kobayashi et al. 2020). W_O^h = the d_k rows of W_O for head h; the output bias is left out."),
 }
-# The one upload limit, in bytes: 32 MB = 32,000,000 bytes. The browser refuses a larger file (Streamlit's
-# uploader counts server.maxUploadSize = 32 in decimal MB), Streamlit's server and nginx admit 32 MiB (the
-# file plus its multipart envelope) and this check refuses anything above it where those do not run
-# (tests/test_upload_limit.py reads all three). ≥ 2 bytes per number bounds the numbers.
-UPLOAD_MB = 32
-UPLOAD_BYTES = UPLOAD_MB * 10**6
-UPLOAD_HELP = f"At most {UPLOAD_MB} MB ({UPLOAD_BYTES:,} bytes)."
-UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEADS, numbers=UPLOAD_BYTES // 2,
-                       size_bytes=UPLOAD_BYTES)
 DIMS = {
     "q": ("batch", "head", "query_pos", "d_k"), "k": ("batch", "head", "key_pos", "d_k"),
     "v": ("batch", "head", "key_pos", "d_k"), "context": ("batch", "head", "query_pos", "d_k"),
@@ -98,43 +87,6 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
                        mime="application/json", on_click="ignore", width="stretch")
     c2.download_button("⬇ " + _("These figures as one offline HTML file"), key=f"{key_prefix}html",
                        data=later(html), file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
-
-
-def read_upload(data: bytes, stages: tuple[str, ...]) -> tuple[Trace | None, str | None]:
-    """``(trace, None)`` for a trace JSON the app can show, else ``(None, why)``: never raises.
-
-    One validation step (:func:`transformer_core.records.serialize.trace_from_json` with the limits of
-    typed text: at most MAX_SENTENCES sentences of MAX_TOKENS tokens and MAX_HEADS heads)
-    checks every field, shape and string; layer 0 must hold ``stages``. ``why`` is one line of
-    plain text that may quote the file: show it through :func:`ui.markdown.plain`.
-    """
-    try:
-        return serialize.trace_from_json(data, limits=UPLOAD_LIMITS, required=stages), None
-    except ValueError as err:
-        return None, str(err)
-
-
-def reopened_trace(key: str, stages: tuple[str, ...], expander: bool = True) -> Trace | None:
-    """A trace JSON the learner downloaded earlier and uploads again.
-
-    None if there is none, or if it cannot be shown (a note says why, as plain text): see :func:`read_upload`.
-    """
-    if expander:
-        with st.expander(_("Reopen a downloaded JSON trace")):
-            upload = st.file_uploader(_("Trace JSON saved from this app"), type="json", key=key,
-                                      help=_("At most {mb} MB ({n} bytes).").format(mb=UPLOAD_MB, n=f"{UPLOAD_BYTES:,}"))
-    else:
-        upload = st.file_uploader(_("Reopen a trace JSON saved from this app"), type="json", key=key,
-                                  help=_("At most {mb} MB ({n} bytes).").format(mb=UPLOAD_MB, n=f"{UPLOAD_BYTES:,}"))
-    if upload is None:
-        return None
-    trace, problem = read_upload(upload.getvalue(), stages)
-    if trace is None:
-        st.warning(_("That file cannot be shown: {problem}").format(problem=plain(problem)), icon=":material/warning:")
-        return None
-    st.info(_("Showing the uploaded trace with its own settings; remove the file to return to the sidebar's."),
-            icon=":material/folder_open:")
-    return trace
 
 
 def sentence_picker(label: str, sentences: list[str], key: str) -> int:

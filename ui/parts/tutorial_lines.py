@@ -9,8 +9,8 @@ import streamlit as st
 
 from transformer_core.analysis.tutorial_lines import lines_for
 
-from .i18n import _, language
-from .markdown import plain
+from ..shell.i18n import _, language
+from ..shell.markdown import plain
 
 
 def show(stage: str, target=st) -> None:

@@ -2,7 +2,7 @@
 
 With it, opening ``/?diag=heap`` shows (and nothing else) a JSON line: how many
 :class:`~transformer_core.records.trace.Trace` objects are alive in the process after a full collection,
-their bytes, and every cache's entries and bytes (:func:`ui.cache.stats`). ``tests/test_memory.py``
+their bytes, and every cache's entries and bytes (:func:`ui.shell.cache.stats`). ``tests/test_memory.py``
 uses it to check that sessions which have left keep nothing alive. Students never see it: without
 the variable the parameter is ignored.
 """

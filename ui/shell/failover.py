@@ -43,7 +43,7 @@ def notice_if_moved() -> None:
         return
     moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))
     ss["_failover"] = "moved" if moved else "fresh"
-    if moved:  # this run's widget values come from the browser, not the URL (ui.state)
+    if moved:  # this run's widget values come from the browser, not the URL (ui.shell.url)
         st.toast(_("**Reconnected to another server.** Your view came back."), icon=":material/sync_problem:",
                  duration="long")
         st.info(_(MESSAGE), icon=":material/sync_problem:")

@@ -1,4 +1,4 @@
-"""The app in two languages: ``_()`` for the session's language, the sidebar switch, and tabs that survive it.
+"""The app in two languages: ``_()`` for the session's language (the switch and tabs: :mod:`ui.shell.language_widgets`).
 
 * The language is ``?lang=en|zh`` in the URL (so a teacher's link opens in the class's language), kept in
   ``st.session_state["ui_lang"]`` by the sidebar switch (English / 中文); without ``lang`` the page follows
@@ -8,15 +8,12 @@
 * Translations are the package's gettext catalogs (``transformer_core/locales``; ``python scripts/i18n.py``),
   read here with the standard library so that ``app.py`` can draw the menu before ``transformer_core``
   (and torch) is imported; :mod:`transformer_core.text.i18n` reads the same files.
-* A tab whose label changes is reset by Streamlit (streamlit #8239), so :func:`tabs` keeps the open tab by
-  its English name: a label of the other language in session state is mapped to this language's before
-  ``st.tabs`` runs, and the URL holds the English name (``?step=Attention`` in both languages).
 """
 from __future__ import annotations
 
 import functools
 import gettext
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -26,7 +23,7 @@ T = TypeVar("T")
 
 LANGUAGES = {"en": "English", "zh": "中文"}  # as transformer_core.text.i18n.LANGUAGES (a test checks)
 DEFAULT = "en"
-LOCALES = Path(__file__).resolve().parent.parent / "transformer_core" / "locales"
+LOCALES = Path(__file__).resolve().parents[2] / "transformer_core" / "locales"
 KEY = "ui_lang"
 URL = "lang"
 
@@ -73,7 +70,7 @@ def resend_label(key: str) -> None:
 
     After a language switch its value is assigned again, so Streamlit sends it with the new label: the
     browser otherwise keeps showing the old language's label of an unchanged value (as for the stale
-    picker labels of STREAMLIT-NOTES). ``ui.state.bind_url`` calls it for every URL-bound widget.
+    picker labels of STREAMLIT-NOTES). ``ui.shell.url.bind_url`` calls it for every URL-bound widget.
     """
     ss, code, seen = st.session_state, language(), f"_lang_{key}"
     if key in ss and ss.get(seen) not in (None, code):
@@ -108,45 +105,3 @@ def later(build: Callable[[], T]) -> Callable[[], T]:
         with core.use_language(code):
             return build()
     return run
-
-
-def switch() -> None:
-    """The sidebar's language switch, bound to ``?lang=`` (drawn by ``ui.state.sidebar``)."""
-    from .state import bind_url
-
-    bind_url(KEY, URL, tuple(LANGUAGES), browser_language())
-    st.radio("Language / 语言", tuple(LANGUAGES), format_func=LANGUAGES.get, key=KEY, horizontal=True,
-             label_visibility="collapsed")
-
-
-def _same_tab(key: str, labels_in, shown: list[str]) -> None:
-    """A tab label of another language in ``session_state[key]`` → this language's label of the same tab."""
-    current = st.session_state.get(key)
-    if current is None or current in shown:
-        return
-    for code in LANGUAGES:
-        labels = labels_in(code)
-        if current in labels:
-            st.session_state[key] = shown[labels.index(current)]
-            return
-
-
-def tabs(names: Sequence[str], *, key: str, url: str | None = None, format_label=None) -> list:
-    """``st.tabs`` of the translated ``names`` (English msgids, marked with ``N_``) that keeps the open tab when
-    the language changes. Lazy: only the open tab's ``.open`` is True. With ``url``, the open tab's English
-    name is in the URL (``?{url}=…``), read on a fresh session; ``format_label`` may decorate a label
-    (e.g. ``"1 · " + label``)."""
-    decorate = format_label or (lambda i, label: label)
-
-    def labels_in(code: str) -> list[str]:
-        return [decorate(i, _(n, code)) for i, n in enumerate(names)]
-
-    shown = labels_in(language())
-    _same_tab(key, labels_in, shown)
-    if url is not None:
-        from .state import bind_url
-
-        bind_url(key, url, shown, shown[0], to_text=lambda s: names[shown.index(s)])
-    elif st.session_state.get(key) not in (None, *shown):
-        del st.session_state[key]
-    return st.tabs(shown, key=key, on_change="rerun")

@@ -28,7 +28,7 @@ import streamlit as st
 
 from .i18n import N_, _
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = (  # (script, title, icon, url_path); the first one is the default page, served at "/"
     ("pages/explorer.py", N_("Explorer"), ":material/grid_on:", "explorer"),
     ("pages/minilm.py", N_("Trained model (MiniLM)"), ":material/psychology:", "minilm"),
@@ -88,7 +88,7 @@ def is_alias(page) -> bool:
 def leave_legacy_mode(rerun: bool) -> None:
     """End the legacy ``pages/`` mode for the whole process, then rerun through ``app.py``.
 
-    Called by ``app.py`` on a fresh process's first run, and by ``ui.state.current`` when a
+    Called by ``app.py`` on a fresh process's first run, and by ``ui.shell.controls.current`` when a
     page script ran without the entrypoint (a legacy deep-link run).
     """
     navigation()

@@ -1,0 +1,48 @@
+"""The causal page's heads: the overview faded by a head type, and the head view as one fragment (see
+:mod:`ui.minilm.head_fragment` for why a fragment's body lives in a module)."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer_core.analysis.head_types import SCORES, head_types
+from transformer_core.figures.moves import score_overlay
+from transformer_core.records.trace import Trace
+
+from ..parts import head_view, trace_tables
+from ..parts.moves_panels import norms_panel
+from ..shell.i18n import _
+from .compute import sequence_scores
+
+
+def causal_overview(fig, trace: Trace, period: int | None, color: str):
+    """The causal page's overview faded by ``color``. Previous-token and induction are the page's own scores
+    (:func:`ui.causal.compute.sequence_scores`: key = query − 1, key = query − period + 1); the others are
+    :mod:`~transformer_core.analysis.head_types`'s (TransformerLens's duplicate-token pattern, self, broadness)."""
+    if color == "none":
+        return fig
+    if color in ("previous_token", "induction"):
+        scores = np.array(sequence_scores(trace, period)[color], dtype=float)  # [layer][head]; None without a period
+    else:
+        table = head_types(trace, 0, (color,))
+        scores = table[color].to_numpy().reshape(trace.n_layers, -1)
+    if np.isnan(scores).all():
+        st.caption(_("No {score} score: the sequence does not repeat.").format(score=_(SCORES[color])))
+        return fig
+    st.caption(_("Tiles fade as their **{score}** score on this sequence falls; a red frame marks 0.25 or more "
+                 "(thicker = higher).").format(score=_(SCORES[color])))
+    return score_overlay(fig, np.nan_to_num(scores), SCORES[color])
+
+
+def causal(trace: Trace, step: int, n_layers: int, n_heads: int) -> None:
+    """The causal page's head view at checkpoint ``step``, with its downloads."""
+    stage, _batch, layer, head, fixed, all_large = head_view.controls(n_heads, "causal_", n_layers=n_layers,
+                                                                     stages=head_view.STAGES + ("norms",))
+    head_view.show(trace, batch=0, layer=layer, stage=stage, head=head, fixed=fixed, all_large=all_large,
+                   key_prefix="causal_", title_prefix=_("step {step} · layer {layer} · ").format(step=step, layer=layer),
+                   explain=stage != "norms")
+    if stage == "norms":
+        norms_panel(trace, batch=0, layer=layer, head=head, key_prefix="causal_")  # factors, then explain panel
+    with st.expander(_("Downloads: CSV, JSON, offline HTML"), icon=":material/download:"):
+        trace_tables.stage_csv(trace, stage, batch=0, layer=layer, key_prefix="causal_")
+        trace_tables.trace_downloads(trace, batch=0, stages=("masked_scores", "weights"), layer=layer, key_prefix="causal_")
