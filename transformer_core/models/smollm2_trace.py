@@ -1,0 +1,73 @@
+"""A :class:`~transformer_core.records.trace.Trace` of SmolLM2-135M: :func:`run_smollm2`, every head stage by stage.
+
+Shape legend: batch (1), head (9), kv_head (3), query_pos, key_pos, d_head (64), d_model (576), vocab (49,152).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from ..nn.hooks import capture
+from ..records.trace import Trace
+from ..text.tokenize import normalize_text
+from .minilm import whole_number
+from .smollm2 import MAX_TOKENS, encode, load_smollm2
+
+
+def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool] | None = None,
+                top: int = 5) -> tuple[Trace, dict]:
+    """Run SmolLM2 on ``text`` (one sentence, no BOS, as its tokenizer encodes it) and capture every stage.
+
+    The text goes through :func:`~transformer_core.text.tokenize.normalize_text` (NFC, control characters
+    shown), is encoded by the GGUF's byte-level BPE and cut to its first ``max_tokens`` tokens.
+
+    Returns ``(trace, prediction)``:
+
+    * ``trace.tokens[0]`` are readable labels (``"␣Mary"``, ``"我 (1/2)"``; the raw byte-level tokens are in
+      ``trace.settings["raw_tokens"]``, the ids in ``settings["ids"]``); ``trace.mask`` the causal mask, bool
+      ``[1, 1, query_pos, key_pos]``; ``trace.stages`` float32 arrays: ``embeddings`` ``[1, pos, 576]``,
+      ``layers.{i}.attention.{q,k,v}`` ``[1, 9, pos, 64]`` (keys and values repeated per query head),
+      ``…{k_kv,v_kv}`` ``[1, 3, pos, 64]``, ``…{scores,masked_scores,weights}`` ``[1, 9, query_pos, key_pos]``,
+      ``…context`` ``[1, 9, pos, 64]``, ``…{input,concat,projected,output}`` ``[1, pos, 576]``,
+      ``layers.{i}.feed_forward.{input,projected,output}`` ``[1, pos, 576]`` and ``{gate,up,hidden}``
+      ``[1, pos, 1536]``, ``final_norm`` ``[1, pos, 576]``. ``only`` (a predicate on these names) keeps some.
+    * ``prediction``: ``{"probs": [pos, vocab] float32 next-token probabilities at every position (T = 1),
+      "top": [pos] lists of ``top`` ``(token label, id, probability)``}``.
+
+    Raises:
+        ValueError: no token, or ``max_tokens`` not in 1…:data:`~transformer_core.models.smollm2.MAX_TOKENS`.
+        SmolLM2Unavailable: the GGUF file is missing or corrupt.
+    """
+    max_tokens = whole_number(max_tokens, "max_tokens", 1, MAX_TOKENS)
+    model, tokenizer = load_smollm2()
+    ids, raw, labels = encode(normalize_text(text), tokenizer)
+    if not ids:
+        raise ValueError("no tokens: type at least one word")
+    truncated = len(ids) > max_tokens
+    ids, raw = ids[:max_tokens], raw[:max_tokens]
+    labels = labels[:max_tokens] if not truncated else encode_labels(raw)
+    n = len(ids)
+    with torch.no_grad(), capture(model, only) as stages:
+        logits = model(torch.tensor([ids]))  # [1, pos, vocab]
+    probs = torch.softmax(logits[0].float(), dim=-1)  # [pos, vocab]
+    best = probs.topk(top, dim=-1)
+    vocab_labels = lambda i: encode_labels([tokenizer.id_to_token(i)])[0]  # noqa: E731
+    tops = [[(vocab_labels(int(i)), int(i), float(p)) for p, i in zip(best.values[j], best.indices[j])]
+            for j in range(n)]
+    mask = np.tril(np.ones((n, n), dtype=bool))[None, None]  # [1, 1, query_pos, key_pos]
+    config = model.config
+    trace = Trace(tokens=(tuple(labels),), lengths=(n,), truncated=(truncated,), mask=mask,
+                  stages={name: t.numpy() for name, t in stages.items()},
+                  settings={"model": "smollm2", "max_tokens": max_tokens, "d_model": config.d_model,
+                            "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads, "n_layers": config.n_layers,
+                            "causal": True, "ids": list(ids), "raw_tokens": list(raw)})
+    return trace, {"probs": probs.numpy(), "top": tops}
+
+
+def encode_labels(raw_tokens: list[str]) -> list[str]:
+    """Readable labels of byte-level tokens (:func:`~transformer_core.text.byte_bpe.token_labels`)."""
+    from ..text.byte_bpe import token_labels
+
+    return token_labels(list(raw_tokens))
