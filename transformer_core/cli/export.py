@@ -24,10 +24,17 @@ stderr, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import logging
+import math
 import os
 import stat
+import struct
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
+import zlib
 from pathlib import Path
 
 from ..figures import stage as figures
@@ -47,6 +54,94 @@ _NOT_REGULAR = ((stat.S_ISFIFO, N_("a named pipe")), (stat.S_ISCHR, N_("a charac
                 (stat.S_ISBLK, N_("a block device")), (stat.S_ISSOCK, N_("a socket")))
 
 
+# Raw OS errors in the language of the message (strerror is the C library's English): the common ones.
+_OS_REASONS = {  # msgids are glibc's own words, so English output is what strerror says
+    errno.ENOSPC: N_("No space left on device"),
+    errno.EDQUOT: N_("Disk quota exceeded"),
+    errno.EACCES: N_("Permission denied"),
+    errno.EPERM: N_("Operation not permitted"),
+    errno.EROFS: N_("Read-only file system"),
+    errno.ENOENT: N_("No such file or directory"),
+    errno.ENOTDIR: N_("Not a directory"),
+    errno.EISDIR: N_("Is a directory"),
+    errno.ENAMETOOLONG: N_("File name too long"),
+    errno.EFBIG: N_("File too large"),
+    errno.EIO: N_("Input/output error"),
+    errno.EPIPE: N_("Broken pipe"),
+    errno.EBADF: N_("Bad file descriptor"),
+    errno.EMFILE: N_("Too many open files"),
+}
+
+
+def os_reason(err: OSError) -> str:
+    """Why ``err`` happened, in the current language (:data:`_OS_REASONS`; else the system's own words)."""
+    if err.errno in _OS_REASONS:
+        return _(_OS_REASONS[err.errno])
+    return err.strerror or str(err)
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def check_image(data: bytes | str, fmt: str) -> None:
+    """Refuse PNG/SVG bytes that are not a drawable image, before anything is written.
+
+    A PNG must start with its signature and an ``IHDR`` chunk (right length, right CRC) of at least 1×1 px and
+    at most :data:`~transformer_core.cli.args.MAX_PIXELS` a side; an SVG must be well-formed XML whose root is
+    ``<svg>``. (At ``--scale 0.001`` kaleido returned 3 bytes, which were written as ``x.png`` with exit 0.)
+
+    Raises:
+        ExportError: not a valid image (nothing is written).
+    """
+    if fmt not in ("png", "svg"):
+        return
+    why = _png_problem(data) if fmt == "png" else _svg_problem(data)
+    if why:
+        raise ExportError(_("{fmt} export produced no valid image ({why}); nothing was written").format(
+            fmt=fmt.upper(), why=why))
+
+
+def _png_problem(data: bytes | str) -> str | None:
+    from .args import MAX_PIXELS
+
+    if not isinstance(data, bytes) or not data.startswith(PNG_SIGNATURE):
+        return _("{n} bytes without the PNG signature").format(n=len(data))
+    if len(data) < 8 + 25 + 12 or data[12:16] != b"IHDR" or struct.unpack(">I", data[8:12])[0] != 13:
+        return _("{n} bytes without a PNG header").format(n=len(data))
+    width, height = struct.unpack(">II", data[16:24])
+    if struct.unpack(">I", data[29:33])[0] != zlib.crc32(data[12:29]):
+        return _("a damaged PNG header")
+    if not (1 <= width <= MAX_PIXELS and 1 <= height <= MAX_PIXELS):
+        return _("{width}×{height} px").format(width=width, height=height)
+    return None
+
+
+def _svg_problem(data: bytes | str) -> str | None:
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as err:
+        return _("not well-formed XML: {detail}").format(detail=err)
+    if root.tag.rsplit("}", 1)[-1] != "svg":
+        return _("no <svg> element")
+    return None
+
+
+def check_draws_pixels(width: int, height: int, scale: float) -> None:
+    """Raises UsageError when ``--scale`` leaves less than 1 px on a side: an empty image, which Chromium returns
+    as a few bytes that are no PNG (``--scale 0.001``, ``1e-9``, ``1e-300``)."""
+    if min(width, height) * scale < 1:
+        exact = 1 / min(width, height)
+        step = 10.0 ** (math.floor(math.log10(exact)) - 1)
+        least = math.ceil(exact / step) * step  # two figures, rounded up: the shown scale draws 1 px
+        raise UsageError(_("--scale {scale:g} would draw a {width}×{height} px image, which is empty: use --scale "
+                           "{least:g} or more").format(scale=scale, width=f"{width * scale:.2g}",
+                                                         height=f"{height * scale:.2g}", least=float(f"{least:.2g}")))
+
+
+def _stdout_closed() -> bool:
+    return sys.stdout is None or getattr(sys.stdout, "closed", False)
+
+
 def check_writable(path: Path) -> None:
     """Fail before rendering if ``path`` cannot be written: only a new or existing regular file will do.
 
@@ -58,6 +153,8 @@ def check_writable(path: Path) -> None:
             socket), or no permission.
     """
     if str(path) == STDOUT:
+        if _stdout_closed():  # `>&-`: Python then has no sys.stdout at all
+            raise OSError(_("cannot write to standard output: it is closed"))
         return
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
@@ -86,9 +183,15 @@ def write_output(path: Path, data: str | bytes, fmt: str = "") -> None:
     Raises:
         OSError: the file cannot be written (the message names it and says why).
     """
+    check_image(data, fmt)
     if str(path) == STDOUT:  # the text formats only (resolve_output)
-        sys.stdout.write(data if isinstance(data, str) else data.decode("utf-8"))
-        sys.stdout.flush()
+        if _stdout_closed():
+            raise OSError(_("cannot write to standard output: it is closed"))
+        try:
+            sys.stdout.write(data if isinstance(data, str) else data.decode("utf-8"))
+            sys.stdout.flush()
+        except OSError as err:
+            raise OSError(_("cannot write to standard output: {reason}").format(reason=os_reason(err))) from None
         return
     if isinstance(data, str):
         data = serialize.csv_file(data) if fmt == "csv" else data.encode("utf-8")
@@ -99,7 +202,7 @@ def write_output(path: Path, data: str | bytes, fmt: str = "") -> None:
         mode = 0o666 & ~_umask()
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".part", dir=target.parent)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(tmp, mode)
@@ -107,7 +210,22 @@ def write_output(path: Path, data: str | bytes, fmt: str = "") -> None:
     except OSError as err:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
-        raise OSError(_("cannot write {path}: {reason}").format(path=path, reason=err.strerror or err)) from None
+        raise OSError(_("cannot write {path}: {reason}").format(path=path, reason=os_reason(err))) from None
+
+
+TEMP_EXTRA = len(".") + len(".") + 8 + len(".part")  # mkstemp's "." + name + "." + 8 random letters + ".part"
+
+
+def temp_prefix(target: Path) -> str:
+    """``.NAME.`` for the temporary file beside ``target``, NAME cut (on a character boundary) so that the whole
+    temporary name fits the file system's NAME_MAX (255 bytes on ext4/tmpfs): a legal 250-byte name was refused
+    because its ``.NAME.XXXXXXXX.part`` was 265 bytes."""
+    try:
+        name_max = os.pathconf(target.parent, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    room = max(1, name_max - TEMP_EXTRA)
+    return "." + os.fsencode(target.name)[:room].decode("utf-8", "ignore") + "."  # "ignore": a character cut in two
 
 
 def _umask() -> int:
@@ -131,6 +249,8 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
         raise UsageError(_("unknown format {fmt!r}: choose one of {choices}").format(fmt=fmt,
                                                                                   choices=", ".join(FORMATS)))
     check_image_size(width, height, scale)
+    if fmt in ("png", "svg"):
+        check_draws_pixels(width, height, scale)
     check_selection(trace, stage, batch, layer, head)
     tokens = trace.tokens[batch][: trace.lengths[batch]]
     if fmt == "json":
@@ -165,6 +285,8 @@ def run(args: argparse.Namespace) -> Path:
     if path is not None and (str(path) == STDOUT or not path.is_dir()):
         check_writable(path)
     check_image_size(args.width, args.height, args.scale)
+    if fmt in ("png", "svg"):
+        check_draws_pixels(args.width, args.height, args.scale)
     check_work(args, sentences, fmt)
     trace = build_trace(args)
     if args.view:  # one sentence across every layer (cli/moves.py)
@@ -187,6 +309,9 @@ def run(args: argparse.Namespace) -> Path:
 def _message(err: BaseException) -> str:
     if isinstance(err, KeyError) and err.args:
         return str(err.args[0])
+    if isinstance(err, OSError) and err.errno is not None:  # a raw one ("[Errno 28] No space left on device")
+        where = err.filename if err.filename is not None else ""
+        return f"{where}: {os_reason(err)}" if where else os_reason(err)
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
@@ -196,8 +321,26 @@ def main(argv: list[str] | None = None) -> int:
     The language it sets (``--lang``, else the system's) is this call's only: the caller's thread gets its
     own back, so calling ``main`` from Python leaves no Chinese behind."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    with use_language(language_asked(argv)):  # before parsing: its errors and --help in the asked language
+    with use_language(language_asked(argv)), _quiet_browser():  # the asked language, from parsing on
         return _run_main(argv)
+
+
+# Loggers of the Chromium driver: at start-up failures they printed "Wait expired, Browser is being closed by
+# watchdog." (in English) before the export's own one-line error, which says what went wrong.
+_BROWSER_LOGGERS = ("choreographer", "kaleido", "logistro")
+
+
+@contextlib.contextmanager
+def _quiet_browser():
+    loggers = [logging.getLogger(name) for name in _BROWSER_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _run_main(argv: list[str]) -> int:
