@@ -1,0 +1,68 @@
+"""Shared key/value heads (multi-query and grouped-query attention) in numbers: parameters and KV-cache bytes.
+
+Sources: Shazeer, "Fast Transformer Decoding: One Write-Head is All You Need" (2019): multi-query attention, one
+key/value head shared by every query head; Ainslie et al., "GQA" (2023), §2.2: ``n_kv_heads`` groups between the
+two (``n_kv_heads = n_heads`` is plain multi-head attention, ``1`` is multi-query). The computation itself is
+:class:`transformer_core.nn.gqa.GroupedQueryAttention`: query head ``h`` reads key/value head ``h // group``.
+
+What a generation keeps per token: a key and a value of ``d_head`` numbers for every key/value head of every layer,
+``2 × n_layers × n_kv_heads × d_head × bytes``. SmolLM2-135M in float32: 2 × 30 × 3 × 64 × 4 = 46,080 bytes per
+token, 377,487,360 bytes (360 MiB) for its 8,192-token context; with 9 key/value heads (no sharing) three times that.
+
+Shape legend: head, kv_head, pos, d_head, d_model.
+"""
+from __future__ import annotations
+
+from ..nn.config import whole
+from ..nn.gqa import LlamaConfig
+
+SMOLLM2 = LlamaConfig()  # SmolLM2-135M's sizes
+FLOAT32_BYTES = 4
+
+
+def kv_bytes_per_token(n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: int = FLOAT32_BYTES) -> int:
+    """Bytes a KV cache holds per token: ``2 (key and value) × n_layers × n_kv_heads × d_head × bytes_per_value``.
+
+    Raises:
+        ValueError: a size is not a positive whole number.
+    """
+    for name, value in (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("d_head", d_head),
+                        ("bytes_per_value", bytes_per_value)):
+        if whole(value) is None or value < 1:
+            raise ValueError(f"{name} must be a positive whole number, got {value!r}")
+    return 2 * n_layers * n_kv_heads * d_head * bytes_per_value
+
+
+def attention_parameters(d_model: int, n_heads: int, n_kv_heads: int, d_head: int) -> dict[str, int]:
+    """Weights of one attention layer without biases: ``W_Q`` d_model × n_heads·d_head, ``W_K`` and ``W_V``
+    d_model × n_kv_heads·d_head each, ``W_O`` n_heads·d_head × d_model; and their ``total``."""
+    if whole(n_kv_heads) is None or n_kv_heads < 1 or n_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads must divide n_heads={n_heads}, got {n_kv_heads!r}")
+    out = {"W_Q": d_model * n_heads * d_head, "W_K": d_model * n_kv_heads * d_head,
+           "W_V": d_model * n_kv_heads * d_head, "W_O": n_heads * d_head * d_model}
+    out["total"] = sum(out.values())
+    return out
+
+
+def group_of(head: int, n_heads: int, n_kv_heads: int) -> int:
+    """The key/value head query head ``head`` reads: ``head // (n_heads / n_kv_heads)`` (GQA §2.2)."""
+    if n_heads % n_kv_heads or not 0 <= head < n_heads:
+        raise ValueError(f"need 0 <= head < n_heads and n_kv_heads | n_heads, got {head}, {n_heads}, {n_kv_heads}")
+    return head // (n_heads // n_kv_heads)
+
+
+def kv_choices(config: LlamaConfig = SMOLLM2, *, context: int | None = None,
+               bytes_per_value: int = FLOAT32_BYTES) -> list[dict]:
+    """One row per possible ``n_kv_heads`` (every divisor of ``n_heads``) for ``config``'s other sizes:
+    ``{"n_kv_heads", "group" (query heads per kv head), "attention_params" (all layers), "kv_bytes_per_token",
+    "kv_bytes_context" (at ``context`` tokens, default ``config.max_positions``), "is_model" (the model's own
+    choice)}``. ``n_kv_heads = n_heads`` is multi-head attention, 1 is multi-query."""
+    context = config.max_positions if context is None else context
+    rows = []
+    for n_kv in (n for n in range(1, config.n_heads + 1) if config.n_heads % n == 0):
+        per_token = kv_bytes_per_token(config.n_layers, n_kv, config.d_head, bytes_per_value)
+        params = attention_parameters(config.d_model, config.n_heads, n_kv, config.d_head)["total"]
+        rows.append({"n_kv_heads": n_kv, "group": config.n_heads // n_kv, "attention_params": params * config.n_layers,
+                     "kv_bytes_per_token": per_token, "kv_bytes_context": per_token * context,
+                     "is_model": n_kv == config.n_kv_heads})
+    return rows
