@@ -12,6 +12,7 @@ import argparse
 import io
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,10 +51,10 @@ def main() -> int:
     args = parser.parse_args()
     po = LOCALES / "zh" / "LC_MESSAGES" / "messages.po"
     if args.check:
-        fresh = ROOT / "build" / "messages.check.pot"
-        fresh.parent.mkdir(exist_ok=True)
-        extract(fresh)
-        stale = fresh.read_bytes() != POT.read_bytes() or compile_mo(po) != po.with_suffix(".mo").read_bytes()
+        with tempfile.TemporaryDirectory() as scratch:  # never into the checkout (tests run this)
+            fresh = Path(scratch) / "messages.check.pot"
+            extract(fresh)
+            stale = fresh.read_bytes() != POT.read_bytes() or compile_mo(po) != po.with_suffix(".mo").read_bytes()
         print("catalogs are stale: run python scripts/i18n.py" if stale else "catalogs up to date")
         return int(stale)
     extract(POT)

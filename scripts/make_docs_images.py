@@ -6,6 +6,11 @@ this script prints that command line, so every image in the docs can be remade b
 
     python scripts/make_docs_images.py              # all examples
     python scripts/make_docs_images.py --only toy_weights_causal.png
+    python scripts/make_docs_images.py --browser    # and the app's screenshots, from the browser tests
+
+``--browser`` also runs the browser tests that take the docs' screenshots of the app (``BROWSER_TESTS``)
+with ``ATTENTION_DOCS_IMAGES`` pointing at the output folder; without it those tests write only into their
+temporary folders. This script is the one thing that writes ``docs/images/``.
 
 Example fields: ``text`` (a sentence or a list = a batch), ``settings`` (``model``, and for
 the toy model ``d_model``, ``n_heads``, ``n_layers``, ``seed``, ``tokenizer``; ``causal``,
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +39,19 @@ from transformer_core.cli import export  # noqa: E402
 
 SETTING_FLAGS = ("model", "d_model", "n_heads", "n_layers", "seed", "tokenizer", "causal", "padding", "max_tokens")
 OPTION_FLAGS = ("stage", "layer", "head", "batch", "width", "height", "scale")
+# The browser tests whose screenshots are docs images (tests/browser_utils.py images_folder):
+# moves_*.png, ablation_*.png, predictions_causal.png, slide_all_heads_masked_scores.png, slide_camera.png.
+BROWSER_TESTS = ("tests/test_browser_moves.py", "tests/test_browser_ablation.py",
+                 "tests/test_slide_layout.py::test_cli_svg_slides",
+                 "tests/test_slide_layout.py::test_chart_camera_saves_the_slide_header_and_square_cells")
+
+
+def browser_screenshots(images: Path) -> int:
+    """Run :data:`BROWSER_TESTS` with ``ATTENTION_DOCS_IMAGES=images``; pytest's exit code."""
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *BROWSER_TESTS]
+    print("$ ATTENTION_DOCS_IMAGES=" + shlex.quote(str(images)) + " " + shlex.join(command[1:]), flush=True)
+    env = {**os.environ, "ATTENTION_DOCS_IMAGES": str(images.resolve())}
+    return subprocess.run(command, cwd=ROOT, env=env).returncode
 
 
 def example_argv(example: dict, images: Path) -> list[str]:
@@ -69,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=Path, default=ROOT / "docs" / "examples.json")
     parser.add_argument("--images", type=Path, default=ROOT / "docs" / "images", help="output folder")
     parser.add_argument("--only", nargs="+", metavar="OUT", help="only these output file names")
+    parser.add_argument("--browser", action="store_true",
+                        help="also the app's screenshots: run the browser tests that take them (BROWSER_TESTS)")
     args = parser.parse_args(argv)
 
     examples = json.loads(args.examples.read_text(encoding="utf-8"))
@@ -95,8 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {'ok' if code == 0 else 'FAILED'} in {time.perf_counter() - start:.2f} s")
             if code:
                 failed.append(name)
+    if args.browser and browser_screenshots(args.images):
+        print("make_docs_images: the browser tests that take the screenshots failed", file=sys.stderr)
+        failed.append("browser screenshots")
     if failed:
-        print(f"make_docs_images: {len(failed)} of {len(examples)} failed: {', '.join(failed)}", file=sys.stderr)
+        print(f"make_docs_images: {len(failed)} of {len(examples) + args.browser} failed: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 

