@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         print("make_docs_images: the browser tests that take the screenshots failed", file=sys.stderr)
         failed.append("browser screenshots")
     if failed:
-        print(f"make_docs_images: {len(failed)} of {len(examples) + args.browser} failed: {', '.join(failed)}", file=sys.stderr)
+        print(f"make_docs_images: {len(failed)} of {len(examples) + args.browser} failed: {', '.join(failed)}",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -132,5 +132,6 @@ def test_a_chromium_that_fails_to_start_gives_only_the_exports_error(tmp_path):
     result = _cli(*TEXT, "--head", "0", "--out", "x.png", cwd=work, env={"BROWSER_PATH": str(fake)})
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("export: error: PNG export failed"), result.stderr  # no "Wait expired"
+    # one line: no "Wait expired, Browser is being closed by watchdog." before it
+    assert len(lines) == 1 and lines[0].startswith("export: error: PNG export failed"), result.stderr
     assert list(work.iterdir()) == []
