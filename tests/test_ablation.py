@@ -62,7 +62,7 @@ def hf_ablated(ref, ids, real, heads, mode="zero"):
                 part = context[..., h * D_HEAD:(h + 1) * D_HEAD]
                 if mode == "zero":
                     part.zero_()
-                else:  # mean over each sentence's real tokens, put at every position
+                else:  # "mean_sentence": mean over each sentence's real tokens, put at every position
                     keep = real[..., None].float()
                     part.copy_(((part * keep).sum(1, keepdim=True) / keep.sum(1, keepdim=True)).expand_as(part))
             return (context, *output[1:])
@@ -95,11 +95,12 @@ def test_zero_ablation_matches_hf_with_zeroed_slices(models, name):
 
 
 @needs_models
-def test_mean_ablation_matches_hf_with_mean_slices(models):
+def test_sentence_mean_ablation_matches_hf_with_mean_slices(models):
+    """The per-sentence variant; the reference-set mean is tests/test_reference_definitions_ablation.py."""
     model, ref, ids, real = models
     heads = ((1, 4), (3, 7), (4, 2))
-    expected = hf_ablated(ref, ids, real, heads, mode="mean")
-    with torch.no_grad(), ablate(model, heads, "mean", real):
+    expected = hf_ablated(ref, ids, real, heads, mode="mean_sentence")
+    with torch.no_grad(), ablate(model, heads, "mean_sentence", real):
         ours = model(ids, real.long())
     assert float(((ours - expected).abs() * real[..., None]).max()) < TOL
     assert float(((expected - hf_ablated(ref, ids, real, heads)).abs() * real[..., None]).max()) > 1e-3  # ≠ zero

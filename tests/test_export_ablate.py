@@ -21,13 +21,17 @@ def _trace(*argv):
 
 
 @needs_minilm
-@pytest.mark.parametrize("mode", ["zero", "mean"])
+@pytest.mark.parametrize("mode", ["zero", "mean", "mean_sentence"])
 def test_minilm_ablated_trace(mode):
     intact = _trace("--model", "minilm", "--text", TEXT)
     ablated = _trace("--model", "minilm", "--text", TEXT, "--ablate", "L3H7,L4H2", "--ablate-mode", mode)
     ctx, ctx0 = ablated.stage("context", 3)[0], intact.stage("context", 3)[0]  # [head, pos, d_head]
     if mode == "zero":
         assert not ctx[7].any() and ctx0[7].any()
+    elif mode == "mean":  # the reference set's mean, per position
+        from transformer_core.analysis.ablation_minilm import minilm_reference
+
+        np.testing.assert_allclose(ctx[7], minilm_reference().at(3, ctx.shape[1])[7].numpy(), atol=1e-6)
     else:
         np.testing.assert_allclose(ctx[7], np.broadcast_to(ctx0[7].mean(0), ctx0[7].shape), atol=1e-6)
     np.testing.assert_array_equal(np.delete(ctx, 7, axis=0), np.delete(ctx0, 7, axis=0))  # other heads untouched

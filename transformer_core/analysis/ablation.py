@@ -6,8 +6,18 @@ heads are concatenated and projected by W_O) is replaced:
 * ``"zero"`` — by 0, what Hugging Face ``BertModel``'s ``head_mask`` did (Michel et al., "Are Sixteen
   Heads Really Better than One?", 2019). transformers 5 dropped ``head_mask`` and ignores it silently;
   the tests zero the head's slice of ``BertSelfAttention``'s output with a forward hook instead;
-* ``"mean"`` — by its mean over the sentence's real (non-``[PAD]``) tokens, so only what the head
-  does *per token* is removed (mean-ablation, as in TransformerLens's patching).
+* ``"mean"`` (mean ablation as the patching literature uses it: Wang et al.'s IOI circuit, Conmy et al.'s
+  ACDC, TransformerLens's patching tutorials) — by its mean over a named **reference set** of inputs,
+  **per position**: the context at position p is replaced by the mean of that head's context at
+  position p over the reference inputs that reach p (real tokens only); positions beyond the longest
+  reference input get the head's mean over every real position of every reference input (named
+  "pooled" in :class:`ReferenceMeans`). The default sets are module-level:
+  :data:`transformer_core.analysis.ablation_minilm.REFERENCE_SENTENCES` (MiniLM) and
+  :data:`transformer_core.analysis.ablation_causal.REFERENCE` (the causal model); any other set is
+  one :func:`reference_means` call away;
+* ``"mean_sentence"`` — this project's earlier variant: by its mean over the *same* sentence's real
+  (non-``[PAD]``) tokens, so what the head does per token is removed but what it does for this
+  sentence as a whole stays (the mean is taken from the input being ablated, not from a reference set).
 
 The replacement goes through :func:`~transformer_core.nn.hooks.intervene`: a context variable,
 private to the calling thread, so a model shared between sessions is never changed, and nothing
@@ -19,17 +29,26 @@ Shape legend: batch, head, query_pos, key_pos, d_head; pos, d_model.
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import dataclasses
 import re
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 
 import torch
 from torch import nn
 
-from ..nn.hooks import intervene
+from ..nn.hooks import capture, intervene
 from ..text.i18n import _
 
 Head = tuple[int, int]  # (layer, head)
-MODES = ("zero", "mean")
+MODES = ("zero", "mean", "mean_sentence")
+MODE_DEFINITIONS = {  # mode → one line on what replaces the head's context (English)
+    "zero": "0 (what Hugging Face's head_mask did)",
+    "mean": "its mean over a reference set of inputs, per position (IOI, ACDC, TransformerLens patching)",
+    "mean_sentence": "its mean over the same sentence's real tokens (this project's earlier mean ablation)",
+}
 _HEAD_RE = re.compile(r"L(\d{1,3})H(\d{1,3})")
 
 
@@ -67,13 +86,115 @@ def head_mask(heads: Iterable[Head], n_layers: int, n_heads: int) -> torch.Tenso
     return mask
 
 
-def _replace(ablated: torch.Tensor, mode: str, real: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
+@dataclasses.dataclass(frozen=True)
+class ReferenceMeans:
+    """Each head's mean context over a reference set of inputs, per position (the ``"mean"`` mode).
+
+    ``per_position[layer]``: ``[head, P, d_head]``, position p's mean over the reference inputs whose real
+    tokens reach p (P = the longest reference input); ``pooled[layer]``: ``[head, d_head]``, the mean over
+    every real position of every reference input, used beyond P; ``counts``: ``[P]`` how many reference
+    inputs reach each position; ``name``: the set's name (shown by the app and written in settings).
+    """
+
+    name: str
+    per_position: dict[int, torch.Tensor]
+    pooled: dict[int, torch.Tensor]
+    counts: torch.Tensor
+
+    def at(self, layer: int, n_pos: int) -> torch.Tensor:
+        """``[head, n_pos, d_head]``: the replacement at positions 0 … n_pos − 1 of ``layer``."""
+        known = self.per_position[layer][:, :n_pos]
+        extra = n_pos - known.shape[1]
+        if extra <= 0:
+            return known
+        return torch.cat([known, self.pooled[layer][:, None, :].expand(-1, extra, -1)], dim=1)
+
+
+def reference_means(contexts: dict[int, torch.Tensor], real: torch.Tensor, name: str) -> ReferenceMeans:
+    """:class:`ReferenceMeans` from each layer's context ``[batch, head, pos, d_head]`` of the reference inputs
+    and ``real`` bool ``[batch, pos]`` (``True`` = a real token; real tokens are a prefix of each row).
+
+    Raises:
+        ValueError: no real token in the reference set.
+    """
+    keep = real.to(torch.bool)
+    if not bool(keep.any()):
+        raise ValueError("the reference set has no token")
+    counts = keep.sum(0)  # [pos]
+    width = int((counts > 0).nonzero().max()) + 1  # P: the longest reference input
+    w = keep[:, None, :width, None].to(torch.float64)  # [batch, 1, P, 1]
+    per, pooled = {}, {}
+    for layer, ctx in contexts.items():
+        c = ctx[:, :, :width].to(torch.float64) * w
+        per[layer] = (c.sum(0) / w.sum(0)).to(ctx.dtype)  # [head, P, d_head]
+        pooled[layer] = (c.sum((0, 2)) / w.sum()).to(ctx.dtype)  # [head, d_head]
+    return ReferenceMeans(name=name, per_position=per, pooled=pooled, counts=counts[:width].clone())
+
+
+def record_reference(model: nn.Module, forward: Callable[[nn.Module], object], real: torch.Tensor,
+                     name: str) -> ReferenceMeans:
+    """Run ``forward(model)`` on the reference inputs, intact, and average every layer's ``attention.context``
+    (:func:`reference_means`). It runs in a fresh :class:`contextvars.Context`: the caller's captures and
+    interventions (inside an ablation or a capture of this thread) neither change nor record it."""
+
+    def run() -> dict:
+        with torch.no_grad(), capture(model, only=lambda n: n.endswith(".attention.context")) as stages:
+            forward(model)
+        return dict(stages)
+
+    stages = contextvars.Context().run(run)
+    return reference_means({i: stages[f"layers.{i}.attention.context"] for i in range(len(model.layers))}, real,
+                           name)
+
+
+_REFERENCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → {key: ReferenceMeans}
+_REFERENCES_LOCK = threading.Lock()
+
+
+def cached_reference(model: nn.Module, key, make: Callable[[], ReferenceMeans]) -> ReferenceMeans:
+    """``make()`` once per ``(model, key)`` (models are shared and never changed; the cache goes with the model)."""
+    with _REFERENCES_LOCK:
+        found = _REFERENCES.setdefault(model, {}).get(key)
+    if found is None:
+        found = make()
+        with _REFERENCES_LOCK:
+            _REFERENCES[model][key] = found
+    return found
+
+
+def default_reference(model: nn.Module) -> ReferenceMeans:
+    """The module-level default reference set of ``model``'s kind: MiniLM →
+    :data:`~transformer_core.analysis.ablation_minilm.REFERENCE_SENTENCES`, the causal model →
+    :data:`~transformer_core.analysis.ablation_causal.REFERENCE`.
+
+    Raises:
+        ValueError: another model (pass ``reference=`` to :func:`ablate`).
+    """
+    from ..models.causal import CausalLM
+    from ..models.minilm import MiniLM
+
+    if isinstance(model, MiniLM):
+        from .ablation_minilm import minilm_reference
+
+        return minilm_reference(model=model)
+    if isinstance(model, CausalLM):
+        from .ablation_causal import causal_reference
+
+        return causal_reference(model)
+    raise ValueError(f"mean ablation needs a reference set for {type(model).__name__}: pass reference=")
+
+
+def _replace(ablated: torch.Tensor, mode: str, real: torch.Tensor | None, layer: int,
+             reference: ReferenceMeans | None) -> Callable[[torch.Tensor], torch.Tensor]:
     """The edit of one layer's context: ``ablated`` bool ``[batch or 1, head]``, ``real`` bool ``[batch, pos]``."""
     cut = ablated[:, :, None, None]  # [batch|1, head, 1, 1]
 
     def edit(context: torch.Tensor) -> torch.Tensor:  # [batch, head, query_pos, d_head]
         if mode == "zero":
             return context.masked_fill(cut, 0.0)
+        if mode == "mean":
+            means = reference.at(layer, context.shape[2]).to(context.dtype)  # [head, pos, d_head]
+            return torch.where(cut, means[None].expand_as(context), context)
         keep = (torch.ones(context.shape[0], context.shape[2], dtype=torch.bool) if real is None
                 else real.to(torch.bool))[:, None, :, None]  # [batch, 1, pos, 1]
         n = keep.sum(dim=2, keepdim=True).clamp(min=1)
@@ -83,39 +204,50 @@ def _replace(ablated: torch.Tensor, mode: str, real: torch.Tensor | None) -> Cal
     return edit
 
 
-def ablation_edits(ablated: torch.Tensor, mode: str = "zero", real: torch.Tensor | None = None) -> dict:
+def ablation_edits(ablated: torch.Tensor, mode: str = "zero", real: torch.Tensor | None = None,
+                   reference: ReferenceMeans | None = None) -> dict:
     """``{stage name: edit}`` for :func:`~transformer_core.nn.hooks.intervene`.
 
     Args:
         ablated: bool ``[n_layers, batch or 1, n_heads]``, ``True`` = ablate that head (for that
             sentence: a batch may ablate a different head in each copy of a sentence).
-        mode: ``"zero"`` or ``"mean"`` (see the module docstring).
-        real: bool ``[batch, pos]``, ``True`` = a real token (mean mode; ``None`` = every position).
+        mode: one of :data:`MODES` (see the module docstring).
+        real: bool ``[batch, pos]``, ``True`` = a real token (``"mean_sentence"``; ``None`` = every position).
+        reference: the reference set's means (``"mean"``; required there).
 
     Raises:
-        ValueError: unknown mode.
+        ValueError: unknown mode, or ``"mean"`` without a reference.
     """
     if mode not in MODES:
         raise ValueError(f"ablation mode must be one of {MODES}, got {mode!r}")
-    return {f"layers.{layer}.attention.context": _replace(ablated[layer], mode, real)
-            for layer in range(ablated.shape[0]) if bool(ablated[layer].any())}
+    edits = {f"layers.{layer}.attention.context": _replace(ablated[layer], mode, real, layer, reference)
+             for layer in range(ablated.shape[0]) if bool(ablated[layer].any())}
+    if mode == "mean" and reference is None and edits:
+        raise ValueError("mean ablation needs the reference set's means (reference=)")
+    return edits
 
 
 @contextlib.contextmanager
 def ablate(model: nn.Module, heads: Iterable[Head] | torch.Tensor, mode: str = "zero",
-           real: torch.Tensor | None = None) -> Iterator[None]:
+           real: torch.Tensor | None = None, reference: ReferenceMeans | None = None) -> Iterator[None]:
     """Forward calls of ``model`` inside the block run with ``heads`` ablated (this thread only).
 
     ``heads``: ``[(layer, head), …]`` or a bool mask ``[n_layers, batch or 1, n_heads]``.
     ``model`` has ``layers.{i}.attention`` (:class:`~transformer_core.models.minilm.MiniLM`,
     :class:`~transformer_core.models.causal.CausalLM`, the toy encoder). ``real``: see :func:`ablation_edits`.
+    ``reference`` (``"mean"`` mode): default :func:`default_reference` of the model, computed before the block.
 
     Raises:
-        ValueError: unknown mode. KeyError: a layer the model does not have.
+        ValueError: unknown mode, or ``"mean"`` on a model without a default reference set.
+        KeyError: a layer the model does not have.
     """
+    if mode not in MODES:
+        raise ValueError(f"ablation mode must be one of {MODES}, got {mode!r}")
     n_layers, n_heads = len(model.layers), model.layers[0].attention.n_heads
     mask = heads if isinstance(heads, torch.Tensor) else head_mask(heads, n_layers, n_heads)
-    with intervene(model, ablation_edits(mask, mode, real)):
+    if mode == "mean" and reference is None and bool(mask.any()):
+        reference = default_reference(model)
+    with intervene(model, ablation_edits(mask, mode, real, reference)):
         yield
 
 

@@ -10,7 +10,13 @@ can predict) is that model's own measured chance level, shown beside it.
 
 Elhage et al., "A Mathematical Framework for Transformer Circuits" (2021); Olsson et al., "In-context
 Learning and Induction Heads" (2022): the layer-1 induction heads copy, fed by the layer-0
-previous-token head (K-composition). Shape legend: batch, pos, vocab.
+previous-token head (K-composition).
+
+Mean ablation (``mode="mean"``) replaces a head's context by its mean, per position, over the reference
+set :data:`REFERENCE` (:data:`REFERENCE_NAME`: another draw of the same kind of sequence, seed 2024, not
+the held-out one); positions beyond its length 48 get the mean over all its positions. ``"mean_sentence"``
+(this project's earlier mean) averages over the ablated sequence's own positions — in a causal model that
+puts later positions' information into earlier ones. Shape legend: batch, pos, vocab.
 """
 from __future__ import annotations
 
@@ -19,15 +25,31 @@ from collections.abc import Iterable
 import torch
 
 from ..models.causal import CausalLM, repeated_tokens, token_losses
-from .ablation import Head, ablate
+from .ablation import Head, ReferenceMeans, ablate, cached_reference, record_reference
 
 HELD_OUT = {"batch": 64, "period": 24, "length": 48, "seed": 12345}  # as head_scores
+REFERENCE = {"batch": 64, "period": 24, "length": 48, "seed": 2024}  # the mean ablation's default reference set
+REFERENCE_NAME = "64 random sequences of period 24 repeated once, seed 2024"
 
 
 def held_out_sequences(vocab_size: int, *, batch: int = 64, period: int = 24, length: int = 48,
                        seed: int = 12345) -> torch.Tensor:
     """``[batch, length]`` long: the held-out repeated sequences of ``head_scores`` (same draw)."""
     return repeated_tokens(batch, period, length, vocab_size, torch.Generator().manual_seed(seed))
+
+
+def causal_reference(model: CausalLM, reference: dict | None = None) -> ReferenceMeans:
+    """Each head's mean context over the reference sequences (default :data:`REFERENCE`; a dict with ``batch``,
+    ``period``, ``length``, ``seed``), per position: the ``"mean"`` ablation's replacement. Once per model."""
+    reference = dict(REFERENCE if reference is None else reference)
+    name = REFERENCE_NAME if reference == REFERENCE else (
+        "{batch} random sequences of period {period}, length {length}, seed {seed}".format(**reference))
+
+    def make() -> ReferenceMeans:
+        ids = held_out_sequences(model.vocab_size, **reference)
+        return record_reference(model, lambda m: m(ids), torch.ones_like(ids, dtype=torch.bool), name)
+
+    return cached_reference(model, ("causal", tuple(sorted(reference.items()))), make)
 
 
 def accuracies(logits: torch.Tensor, input_ids: torch.Tensor, period: int) -> dict:
@@ -41,8 +63,9 @@ def measure(model: CausalLM, heads: Iterable[Head] = (), *, mode: str = "zero", 
             period: int = 24, length: int = 48, seed: int = 12345) -> dict:
     """Loss (nats) and top-1 accuracy on the held-out sequences with ``heads`` ablated (``()`` = intact).
 
-    ``mode="mean"`` replaces a head's context by its mean over the sequence's positions (which, in a
-    causal model, averages in later positions too). Returns ``{"loss": {"first", "repeat", "all"},
+    ``mode="mean"`` replaces a head's context by its per-position mean over :data:`REFERENCE`;
+    ``"mean_sentence"`` by its mean over the sequence's own positions (which, in a causal model, averages in
+    later positions too). Returns ``{"loss": {"first", "repeat", "all"},
     "accuracy": {"first", "repeat"}, "chance": 1/vocab, "n_repeat": predictions in the repeat}``.
     """
     ids = held_out_sequences(model.vocab_size, batch=batch, period=period, length=length, seed=seed)

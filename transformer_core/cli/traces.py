@@ -192,7 +192,7 @@ def _ablated_minilm(args: argparse.Namespace, sentences: list[str]) -> Trace:
     heads = _heads(args, 6, 12)
     cap = args.max_tokens or MINILM_MAX_TOKENS
     real = None
-    if args.ablate_mode == "mean":  # the real tokens of each sentence, from an intact run's lengths
+    if args.ablate_mode == "mean_sentence":  # the real tokens of each sentence, from an intact run's lengths
         lengths = run_minilm_trace(sentences, padding=args.padding, max_tokens=cap).lengths
         real = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
     try:

@@ -38,6 +38,9 @@ MINILM_CONFIG = EncoderConfig(d_model=384, n_heads=12, d_ff=1536, n_layers=6, ac
                               layer_norm_eps=1e-12)
 VOCAB_SIZE = 30522
 MAX_POSITIONS = 512  # BERT's learned position table: the longest input, [CLS] and [SEP] included
+# sentence-transformers' max_seq_length for all-MiniLM-L6-v2 (the package's sentence_bert_config.json): its
+# sentence embedding sees at most this many tokens, [CLS] and [SEP] included; the attention views go to 512
+EMBEDDING_MAX_TOKENS = 256
 TYPE_VOCAB_SIZE = 2
 PAD_ID = 0
 
