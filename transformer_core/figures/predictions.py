@@ -18,13 +18,18 @@ KEPT, OTHER, TARGET = "#08519c", "#bdbdbd", "#2ca02c"
 
 
 def top_k_figure(bars: list[tuple[str, float]], *, position: int, token: str, target: str | None,
-                 temperature: float, k: int | None, p: float | None, height: int = 340) -> go.Figure:
+                 temperature: float, k: int | None, p: float | None, height: int = 340,
+                 order: str = "hf") -> go.Figure:
     """Horizontal bars of ``[(token, probability), …, ("other", rest)]`` (from ``top_tokens``) predicting
-    the token after ``position``; the true next token (``target``) is green when it is among them."""
+    the token after ``position``; the true next token (``target``) is green when it is among them. With both
+    top-k and top-p the title names how they combine (``order``, :data:`~transformer_core.analysis.predictions.
+    FILTER_ORDERS`): "top-k 5 → top-p 0.9" (Hugging Face's order: top-p on the k kept, renormalised) or
+    "top-k 5 ∩ top-p 0.9" (both on the original probabilities)."""
     names = [b[0] for b in bars]
     probs = [b[1] for b in bars]
     colours = [OTHER if n == "other" else TARGET if n == target else KEPT for n in names]
-    cut = ", ".join(x for x in (f"top-k {k}" if k else "", f"top-p {p:g}" if p else "") if x) or _("all tokens")
+    joint = " → " if order == "hf" else " ∩ "  # Hugging Face's order, or what both keep
+    cut = joint.join(x for x in (f"top-k {k}" if k else "", f"top-p {p:g}" if p else "") if x) or _("all tokens")
     fig = go.Figure(go.Bar(
         x=probs, y=[_("other") if n == "other" else _("token {n}").format(n=n) for n in names], orientation="h",
         marker_color=colours,
@@ -38,8 +43,8 @@ def top_k_figure(bars: list[tuple[str, float]], *, position: int, token: str, ta
             position=position, token=after, right=right, t=f"{temperature:g}", cut=cut),
                    font=dict(size=13), x=0),
         height=height, margin=dict(l=80, r=50, t=40, b=30), yaxis=dict(autorange="reversed", type="category"),
-        xaxis=dict(title=_("probability (bars add up to 1)"), range=[0, 1.08], tickformat=".0%"),
-        meta={"stage": "predictions", "position": position, "temperature": temperature, "k": k, "p": p,
+        xaxis=dict(title=_("probability before top-k/top-p (bars add up to 1)"), range=[0, 1.08], tickformat=".0%"),
+        meta={"stage": "predictions", "position": position, "temperature": temperature, "k": k, "p": p, "order": order,
               "sum": float(sum(probs))})
     return fig
 
