@@ -43,12 +43,12 @@ from ..nn.hooks import capture, intervene
 from ..text.i18n import _
 
 Head = tuple[int, int]  # (layer, head)
-MODES = ("zero", "mean", "mean_sentence")
 MODE_DEFINITIONS = {  # mode → one line on what replaces the head's context (English)
     "zero": "0 (what Hugging Face's head_mask did)",
     "mean": "its mean over a reference set of inputs, per position (IOI, ACDC, TransformerLens patching)",
     "mean_sentence": "its mean over the same sentence's real tokens (this project's earlier mean ablation)",
 }
+MODES = ("zero", "mean")  # the app's choices (until its labels name mean_sentence); every mode: MODE_DEFINITIONS
 _HEAD_RE = re.compile(r"L(\d{1,3})H(\d{1,3})")
 
 
@@ -211,15 +211,15 @@ def ablation_edits(ablated: torch.Tensor, mode: str = "zero", real: torch.Tensor
     Args:
         ablated: bool ``[n_layers, batch or 1, n_heads]``, ``True`` = ablate that head (for that
             sentence: a batch may ablate a different head in each copy of a sentence).
-        mode: one of :data:`MODES` (see the module docstring).
+        mode: one of :data:`MODE_DEFINITIONS` (see the module docstring).
         real: bool ``[batch, pos]``, ``True`` = a real token (``"mean_sentence"``; ``None`` = every position).
         reference: the reference set's means (``"mean"``; required there).
 
     Raises:
         ValueError: unknown mode, or ``"mean"`` without a reference.
     """
-    if mode not in MODES:
-        raise ValueError(f"ablation mode must be one of {MODES}, got {mode!r}")
+    if mode not in MODE_DEFINITIONS:
+        raise ValueError(f"ablation mode must be one of {tuple(MODE_DEFINITIONS)}, got {mode!r}")
     edits = {f"layers.{layer}.attention.context": _replace(ablated[layer], mode, real, layer, reference)
              for layer in range(ablated.shape[0]) if bool(ablated[layer].any())}
     if mode == "mean" and reference is None and edits:
@@ -241,8 +241,8 @@ def ablate(model: nn.Module, heads: Iterable[Head] | torch.Tensor, mode: str = "
         ValueError: unknown mode, or ``"mean"`` on a model without a default reference set.
         KeyError: a layer the model does not have.
     """
-    if mode not in MODES:
-        raise ValueError(f"ablation mode must be one of {MODES}, got {mode!r}")
+    if mode not in MODE_DEFINITIONS:
+        raise ValueError(f"ablation mode must be one of {tuple(MODE_DEFINITIONS)}, got {mode!r}")
     n_layers, n_heads = len(model.layers), model.layers[0].attention.n_heads
     mask = heads if isinstance(heads, torch.Tensor) else head_mask(heads, n_layers, n_heads)
     if mode == "mean" and reference is None and bool(mask.any()):

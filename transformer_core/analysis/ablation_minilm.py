@@ -122,7 +122,7 @@ def _outputs(model, ids, attention_mask, layers_weights: Iterable[int]) -> tuple
 def ablation_effects(sentences: list[str], heads: Iterable[Head], *, mode: str = "zero", padding: bool = True,
                      max_tokens: int = 128, weights_layer: int | None = None, reference=None) -> dict:
     """MiniLM-L6 on ``sentences``, intact and with ``heads`` ablated (``mode``: one of
-    :data:`~transformer_core.analysis.ablation.MODES`; ``reference``: the ``"mean"`` mode's reference
+    :data:`~transformer_core.analysis.ablation.MODE_DEFINITIONS`; ``reference``: the ``"mean"`` mode's reference
     sentences, default :data:`REFERENCE_SENTENCES`).
 
     Returns plain NumPy/lists:
