@@ -10,6 +10,9 @@ RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY requirements.txt .
 RUN pip install -r requirements.txt
 COPY . .
+# The package itself, editable as in the README's `pip install -r requirements.txt -e .` (its dependencies are
+# in already): `attention-export` and `python -m transformer_core.cli` work from any folder in the container.
+RUN pip install --no-deps -e .
 EXPOSE 8501
 HEALTHCHECK CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health')"
 CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -17,6 +17,7 @@ version makes a second run on the same folder free.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import gzip
 import os
 import shutil
@@ -59,15 +60,22 @@ def build(dest: Path, workers: int | None = None) -> Path:
     stamp = dest / ".precompressed"
     if stamp.exists() and stamp.read_text() == version:
         return dest
-    if dest.exists():
-        shutil.rmtree(dest)
-    shutil.copytree(source, dest)
-    todo = [str(p) for p in dest.rglob("*") if p.is_file() and p.suffix in COMPRESSIBLE
-            and p.stat().st_size >= MIN_BYTES]
-    todo.sort(key=lambda p: -os.path.getsize(p))  # the slow ones first, so the pool ends together
-    with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-        list(pool.map(_compress, todo))
-    stamp.write_text(version)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # One builder at a time (test processes under pytest-xdist, two run_local.py): the others wait here, then
+    # find the stamp; without the lock one process removed the folder while another's nginx served from it.
+    with open(dest.parent / f".{dest.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_text() == version:
+            return dest
+        if dest.exists():
+            shutil.rmtree(dest)
+        shutil.copytree(source, dest)
+        todo = [str(p) for p in dest.rglob("*") if p.is_file() and p.suffix in COMPRESSIBLE
+                and p.stat().st_size >= MIN_BYTES]
+        todo.sort(key=lambda p: -os.path.getsize(p))  # the slow ones first, so the pool ends together
+        with ProcessPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
+            list(pool.map(_compress, todo))
+        stamp.write_text(version)
     return dest
 
 

@@ -3,6 +3,7 @@
 
     python deploy/run_local.py                  # 2 replicas behind http://127.0.0.1:8080
     python deploy/run_local.py --replicas 4 --port 9000
+    python deploy/run_local.py --host 0.0.0.0   # serve the room's network (see --help)
 
 Uses the same nginx snippet as compose.yaml (deploy/nginx.conf): its upstream `server` lines are
 replaced by the loopback replicas, its `listen` by the chosen port, its paths by a scratch folder
@@ -55,16 +56,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+LOOPBACK = "127.0.0.1"
+EXPOSED = ("nginx on {host}:{port} answers every machine that can reach this one on those networks (the class's "
+           "Wi-Fi, and anyone else on it): no login, so every page and export is open to them; the replicas stay on "
+           "127.0.0.1. Use a network you trust, or the default 127.0.0.1 (this machine only).")
+
+
 def render_config(prefix: Path, listen_port: int, replica_ports: list[int],
-                  static_root: Path = STATIC_CACHE) -> str:
-    """The main nginx.conf for a loopback run, with deploy/nginx.conf's rules inside http{}."""
+                  static_root: Path = STATIC_CACHE, host: str = LOOPBACK) -> str:
+    """The main nginx.conf for a local run, with deploy/nginx.conf's rules inside http{}: nginx listens on
+    ``host:listen_port`` (loopback unless asked), the replicas are on loopback."""
     snippet = SNIPPET.read_text()
     servers = "".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=10s;\n" for p in replica_ports)
     snippet, n = re.subn(r"(?m)^\s*server\s+app\d+:\d+[^\n]*\n", "", snippet)
     assert n >= 1, "deploy/nginx.conf: upstream server lines not found"
     snippet = snippet.replace("hash $ae_route_key consistent;\n",
                               "hash $ae_route_key consistent;\n" + servers, 1)
-    snippet = re.sub(r"(?m)^(\s*)listen\s+80;", rf"\1listen 127.0.0.1:{listen_port};", snippet)
+    snippet = re.sub(r"(?m)^(\s*)listen\s+80;", rf"\1listen {_listen_address(host)}:{listen_port};", snippet)
     snippet = snippet.replace("/var/log/nginx/attention-explorer.log", str(prefix / "access.log"))
     snippet = snippet.replace("root /srv/streamlit-static;", f"root {static_root};")
     tmp = prefix / "tmp"
@@ -87,6 +95,10 @@ http {{
 {snippet}
 }}
 """
+
+
+def _listen_address(host: str) -> str:
+    return f"[{host}]" if ":" in host else host  # an IPv6 address in brackets
 
 
 def healthy(url: str) -> bool:
@@ -159,8 +171,9 @@ def _stop(proc: subprocess.Popen | None, sig=signal.SIGTERM) -> None:
 
 @contextlib.contextmanager
 def cluster(replicas: int = 2, port: int | None = None, replica_ports: list[int] | None = None,
-            timeout: float = 120.0, python: str = sys.executable, keep: bool = False):
-    """Start ``replicas`` Streamlit processes and nginx in front; yield a :class:`Cluster`."""
+            timeout: float = 120.0, python: str = sys.executable, keep: bool = False, host: str = LOOPBACK):
+    """Start ``replicas`` Streamlit processes and nginx in front (listening on ``host``); yield a
+    :class:`Cluster` whose ``url`` is on loopback either way."""
     nginx = nginx_binary()
     if nginx is None:
         raise RuntimeError("nginx not found (Debian: apt-get install -y nginx)")
@@ -194,7 +207,7 @@ def cluster(replicas: int = 2, port: int | None = None, replica_ports: list[int]
             wait_until(lambda r=r: healthy(f"http://{r.addr}/_stcore/health"), timeout,
                        f"replica on port {r.port} (log: {r.log})", dead=lambda r=r: r.proc.poll() is not None)
         conf = prefix / "nginx.conf"
-        conf.write_text(render_config(prefix, port, ports))
+        conf.write_text(render_config(prefix, port, ports, host=host))
         check = subprocess.run([nginx, "-t", "-q", "-p", str(prefix), "-c", str(conf)],
                                capture_output=True, text=True)
         if check.returncode:
@@ -246,17 +259,34 @@ def supervise(c: Cluster, *, poll: float = 0.5, backoff: tuple[float, ...] = BAC
     say(f"nginx exited (code {c.nginx.returncode}); stopping", flush=True)
 
 
+def lan_address() -> str | None:
+    """This machine's address on its default route (no packet is sent), or None."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.1", 9))  # TEST-NET-1: only picks the outgoing interface
+        address = s.getsockname()[0]
+        return None if address.startswith("127.") else address
+    return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replicas", type=int, default=2, help="Streamlit processes, one per core (default 2)")
-    ap.add_argument("--port", type=int, default=8080, help="nginx listens on 127.0.0.1:PORT (default 8080)")
+    ap.add_argument("--host", default=LOOPBACK,
+                    help="address nginx listens on: 127.0.0.1 (default) serves this machine only; 0.0.0.0 serves "
+                         "every network this machine is on, e.g. the classroom's, so students open "
+                         "http://<this machine's address>:PORT (anyone on those networks can: no login)")
+    ap.add_argument("--port", type=int, default=8080, help="nginx listens on HOST:PORT (default 8080)")
     ap.add_argument("--base-port", type=int, default=8601,
                     help="replicas listen on BASE, BASE+1, … (default 8601)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on `kill` too
     ports = [args.base_port + i for i in range(args.replicas)]
-    with cluster(args.replicas, port=args.port, replica_ports=ports, keep=True) as c:
+    with cluster(args.replicas, port=args.port, replica_ports=ports, keep=True, host=args.host) as c:
         print(f"nginx: {c.url}  ->  " + ", ".join(r.addr for r in c.replicas), flush=True)
+        if args.host != LOOPBACK:
+            print(EXPOSED.format(host=args.host, port=args.port), flush=True)
+            if (address := lan_address()) is not None:
+                print(f"students open http://{address}:{args.port}", flush=True)
         for r in c.replicas:
             print(f"replica {r.addr} pid {r.proc.pid}", flush=True)
         print(f"logs and config: {c.prefix}  (a replica that dies is restarted; Ctrl+C stops everything)",

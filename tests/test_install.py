@@ -10,6 +10,8 @@ command ``attention-export --help`` must work and write nothing.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -23,10 +25,33 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "minilm_attention.ipynb"
 
 
+def source_copy(where: Path) -> Path:
+    """What the package is built from (pyproject.toml, README.md, transformer_core/), copied to ``where``:
+    setuptools writes build/ and *.egg-info beside its sources, and tests write nothing into the checkout."""
+    where.mkdir(parents=True, exist_ok=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, where / name)
+    shutil.copytree(ROOT / "transformer_core", where / "transformer_core",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return where
+
+
+def throwaway_venv(env_dir: Path) -> Path:
+    """A new virtual environment that sees this one's packages through a ``.pth`` line (torch, plotly … are
+    large; installing them again would prove nothing about our package); its python."""
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    python = env_dir / "bin" / "python"
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(subprocess.check_output([str(python), "-c", purelib], text=True).strip())
+    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(out)],
+    source = source_copy(tmp_path_factory.mktemp("source") / "attention-explorer")
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(out)],
                             capture_output=True, text=True, timeout=600, cwd=out)
     assert result.returncode == 0, result.stderr[-2000:]
     wheels = list(out.glob("attention_explorer-*.whl"))
@@ -49,11 +74,7 @@ def test_wheel_holds_the_package_and_its_data_and_nothing_of_the_app(wheel):
 
 def test_installed_in_a_fresh_venv_it_imports_from_anywhere_and_its_command_runs(wheel, tmp_path):
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=False).create(env_dir)
-    python = env_dir / "bin" / "python"
-    site = Path(subprocess.check_output([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                        text=True).strip())
-    (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    python = throwaway_venv(env_dir)
     result = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
                              str(wheel)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -79,6 +100,46 @@ def test_installed_in_a_fresh_venv_it_imports_from_anywhere_and_its_command_runs
     written = list(elsewhere.iterdir())
     assert len(written) == 1 and written[0].suffix == ".csv", written  # into the current folder
     assert written[0].read_text(encoding="utf-8").count("\n") == 8 * 3 + 1  # 8 heads × 3 query rows + header
+
+
+def _readme_commands() -> list[str]:
+    """The install lines of the README's "Two commands" block (English and 中文)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"(?m)^pip install -r requirements[^\n]*", readme)
+
+
+def test_every_install_command_installs_the_package_too():
+    """README's commands, the Dockerfile and .ci/run install transformer_core (editable) beside the requirements,
+    so ``attention-export`` and ``python -m transformer_core.cli`` work from any folder."""
+    commands = _readme_commands()
+    assert len(commands) >= 4, commands  # install-and-run and install-and-test, in English and in 中文
+    for command in commands:
+        assert re.search(r"-r requirements(-dev)?\.txt -e \.( |$)", command), command
+    assert re.search(r"(?m)^RUN pip install --no-deps -e \.", (ROOT / "Dockerfile").read_text())
+    assert "pip install -r requirements-dev.txt -e ." in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_editable_install_gives_the_command_in_any_folder(tmp_path):
+    """What ``pip install -r requirements.txt -e .`` adds to the requirements: an editable install whose console
+    command and ``python -m transformer_core.cli`` work from a folder outside the checkout (the dependencies are
+    this environment's; the package itself is installed, from a copy of the checkout, for real)."""
+    source = source_copy(tmp_path / "checkout")
+    python = throwaway_venv(tmp_path / "venv")
+    result = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                             "--no-build-isolation", "-q", "-e", str(source)], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    clean_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for command in ([str(python.parent / "attention-export"), "--help"],
+                    [str(python), "-m", "transformer_core.cli", "--help"]):
+        result = subprocess.run(command, capture_output=True, text=True, cwd=elsewhere, env=clean_env, timeout=300)
+        assert result.returncode == 0 and "--scale" in result.stdout, (command, result.stderr[-2000:])
+    where = subprocess.check_output([str(python), "-c", "import transformer_core; print(transformer_core.__file__)"],
+                                    text=True, cwd=elsewhere, env=clean_env).strip()
+    assert where == str(source / "transformer_core" / "__init__.py"), where  # editable: the checkout's own files
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_the_notebook_runs_headless_and_shows_plotly_figures():
