@@ -108,3 +108,8 @@ def test_generation_refuses_what_does_not_fit(causal):
         kv_cache_steps.generate_causal(causal, [], 3)
     with pytest.raises(ValueError):
         kv_cache_steps.generate_causal(causal, [1] * 40, 20)
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 3, 9])
+def test_the_pages_gqa_check_is_small(n_kv_heads):
+    assert shared_kv.gqa_vs_torch(9, n_kv_heads) < 1e-5

@@ -66,3 +66,28 @@ def kv_choices(config: LlamaConfig = SMOLLM2, *, context: int | None = None,
                      "kv_bytes_per_token": per_token, "kv_bytes_context": per_token * context,
                      "is_model": n_kv == config.n_kv_heads})
     return rows
+
+
+def gqa_vs_torch(n_heads: int = 9, n_kv_heads: int = 3, n_pos: int = 10, d_head: int = 16, seed: int = 0) -> float:
+    """Largest difference between :class:`~transformer_core.nn.gqa.GroupedQueryAttention`'s context (random
+    weights from a local generator, causal) and torch's ``F.scaled_dot_product_attention(..., enable_gqa=True)`` on
+    the module's own rotated queries and its ``n_kv_heads`` key/value heads."""
+    import torch
+    from torch.nn import functional as F
+
+    from ..nn.gqa import GroupedQueryAttention, rope_for
+    from ..nn.hooks import capture
+
+    config = LlamaConfig(vocab_size=8, d_model=n_heads * d_head, n_layers=1, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                         d_ff=8, max_positions=max(n_pos, 1))
+    generator = torch.Generator().manual_seed(seed)
+    module = GroupedQueryAttention(config).eval()
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator) / config.d_model ** 0.5)
+        x = torch.randn(1, n_pos, config.d_model, generator=generator)
+        with capture(module) as stages:
+            module(x, x, *rope_for(config, 0, n_pos))
+        theirs = F.scaled_dot_product_attention(stages["q"], stages["k_kv"], stages["v_kv"], is_causal=True,
+                                                enable_gqa=True)
+    return float((stages["context"] - theirs).abs().max())

@@ -44,6 +44,8 @@ APPLIES = {
                                        "and the padding mask apply.")),
     "causal": (set(), N_("Greyed out here: this page runs its own token sequence on the trained causal model; the "
                          "sidebar's settings apply on the other pages.")),
+    "modern": ({"text"}, N_("Greyed out here: the positions tab scores the first sentence with its own head "
+                            "(word-level tokens, d_model = 384); the other tabs bring their own models and inputs.")),
 }
 _TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
 

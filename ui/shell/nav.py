@@ -35,6 +35,7 @@ PAGES = (  # (script, title, icon, url_path); the first one is the default page,
     ("pages/causal.py", N_("Trained causal model"), ":material/trending_down:", "causal"),
     ("pages/masks_lab.py", N_("Masks lab"), ":material/visibility_off:", "masks_lab"),
     ("pages/pipeline.py", N_("Multi-head pipeline"), ":material/account_tree:", "pipeline"),
+    ("pages/modern.py", N_("Attention since 2017"), ":material/update:", "modern"),
 )
 # The default page's url_path only names it internally (Streamlit serves it at "/" and
 # hashes the url_path into the page id); "explorer" belongs to the alias below.

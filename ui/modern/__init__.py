@@ -1,0 +1,1 @@
+"""The "Attention since 2017" page's compute and tabs: positions, shared KV heads and the KV cache, long inputs and the online softmax. Imports parts, shell and transformer_core, never another page room."""

@@ -1,0 +1,111 @@
+"""Cached compute of the "Attention since 2017" page: :func:`~ui.shell.cache.memo` (keyed by value, arrays
+read-only) around :mod:`transformer_core.analysis` (positions_lab, shared_kv, kv_cache_steps, long_inputs) and
+:mod:`transformer_core.nn.online_softmax`; NumPy arrays and plain values out. Model errors
+(``CausalUnavailable``, ``SmolLM2Unavailable``, ``PretrainedUnavailable``) are raised, not cached.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from transformer_core.analysis import kv_cache_steps, long_inputs, positions_lab
+from transformer_core.nn.masks import causal_mask, sliding_window_mask
+from transformer_core.nn.online_softmax import online_attention, plain_attention, plain_peak_bytes
+
+from ..shell.cache import memo
+
+CAUSAL_PROMPT = (5, 17, 3, 40, 22, 9, 31, 8, 5, 17, 3, 40, 22, 9, 31, 8)  # a period-8 sequence, twice
+SMOLLM2_PROMPT = "The capital of France is Paris. The capital of Germany is"
+LONG_TEXT = "The capital of France is Paris. The capital of Germany is"
+N_NEW = 32
+MAX_LAB_TOKENS = 16  # tokens of the positions lab's heatmaps (four stand across the page)
+QUERY_POSITIONS = (40, 200)
+
+
+@memo("lesson")
+def positions(tokens: tuple[str, ...], alibi_head: int, query: int, key: int) -> dict:
+    """Everything the positions tab draws, for ``tokens`` (at most 16) and the chosen query/key tokens."""
+    tokens = tokens[:MAX_LAB_TOKENS]
+    mats = positions_lab.score_matrices(list(tokens), alibi_head=alibi_head)
+    curves = positions_lab.score_vs_distance(tokens[query], tokens[key], query_positions=QUERY_POSITIONS,
+                                             alibi_head=alibi_head)
+    pairs = positions_lab.rope_pairs(tokens[query], range(0, 25))
+    return {"tokens": tokens, "scores": {s: mats[s].numpy() for s in positions_lab.SCHEMES},
+            "range": tuple(mats["range"].tolist()), "curves": {s: c.numpy() for s, c in curves.items()},
+            "pairs": {"xy": pairs["xy"].numpy(), "theta": pairs["theta"].tolist(), "pairs": pairs["pairs"],
+                      "positions": pairs["positions"]},
+            "relative": positions_lab.relative_check(tokens[query], tokens[key], 30, 20, 100, alibi_head=alibi_head),
+            "slope": float(positions_lab.alibi_slopes(positions_lab.ALIBI_HEADS)[alibi_head]),
+            "learned_scale": positions_lab.lab_head().learned_scale}
+
+
+def _smollm2():
+    from transformer_core.models.smollm2 import encode, load_smollm2
+
+    model, tokenizer = load_smollm2()
+    return model, tokenizer, encode
+
+
+@memo("lesson")
+def cache_steps(model_name: str) -> dict:
+    """32 greedy steps with a KV cache on ``"causal"`` (the trained causal model, :data:`CAUSAL_PROMPT`) or
+    ``"smollm2"`` (:data:`SMOLLM2_PROMPT`), each checked against recomputation; token labels included."""
+    if model_name == "causal":
+        from transformer_core.models.causal import load_causal_model
+
+        out = kv_cache_steps.generate_causal(load_causal_model(), list(CAUSAL_PROMPT), N_NEW)
+        labels = [str(t) for t in out["tokens"]]
+        layer_weights = [np.asarray(s.weights[1], np.float32) for s in out["steps"]]  # layer 1: the induction heads
+        n_layers, n_kv, d_head = 2, 4, 16
+    else:
+        model, tokenizer, encode = _smollm2()
+        ids, _tokens, _labels = encode(SMOLLM2_PROMPT, tokenizer)
+        out = kv_cache_steps.generate_smollm2(model, ids, N_NEW, layer=5)
+        labels = [tokenizer.decode([t]).replace(" ", "␣") or "·" for t in out["tokens"]]
+        layer_weights = [np.asarray(s.weights, np.float32) for s in out["steps"]]
+        n_layers, n_kv, d_head = model.config.n_layers, model.config.n_kv_heads, model.config.d_head
+    return {"labels": labels, "prefill": out["prefill_rows"], "weights": layer_weights,
+            "diffs": [s.max_abs_diff for s in out["steps"]], "rows": [s.cache_rows[0] for s in out["steps"]],
+            "query_shape": [list(s.query_shape) for s in out["steps"]], "max_diff": out["max_abs_diff"],
+            "n_layers": n_layers, "n_kv": n_kv, "d_head": d_head}
+
+
+@memo("lesson")
+def long_input_ids() -> dict:
+    """SmolLM2's tokens of :data:`LONG_TEXT` (labels shown with ␣ for a space)."""
+    _model, tokenizer, encode = _smollm2()
+    ids, _tokens, labels = encode(LONG_TEXT, tokenizer)
+    return {"ids": tuple(ids), "labels": labels}
+
+
+@memo("lesson")
+def window_run(window: int, sinks: int) -> dict:
+    """Top-5 of the last position with every key, with the window, and with the window plus ``sinks``."""
+    model, tokenizer, _encode = _smollm2()
+    ids = list(long_input_ids()["ids"])
+    out = long_inputs.window_predictions(model, ids, window, sinks)
+    for key in ("full", "window", "sinks"):
+        out[key] = [(tokenizer.decode([i]).replace(" ", "␣"), i, p) for i, p in out[key]]
+    out["mask"] = sliding_window_mask(len(ids), window=window, sinks=sinks).numpy()
+    return out
+
+
+@memo("lesson")
+def online(n: int, block_q: int, block_k: int, mask_kind: str, seed: int = 0) -> dict:
+    """The online softmax on one random head of ``n`` positions (d_head 8), every tile recorded."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(n, 8, generator=g) * s for s in (2.0, 2.0, 1.0))
+    mask = {"none": None, "causal": causal_mask(n), "window": sliding_window_mask(n, window=4),
+            "sink": sliding_window_mask(n, window=4, sinks=1)}[mask_kind]
+    result = online_attention(q, k, v, mask, block_q=block_q, block_k=block_k, record=True)
+    plain = plain_attention(q, k, v, mask)
+    wrong = online_attention(q, k, v, mask, block_q=block_q, block_k=block_k, correct=False).output
+    scores = (q @ k.T / np.sqrt(8)).numpy()
+    return {"scores": scores, "visible": np.ones((n, n), bool) if mask is None else mask.numpy(),
+            "steps": [{"rows": s.rows, "cols": s.cols, "skipped": s.skipped, "m": s.m.numpy(), "l": s.l.numpy(),
+                       "rescale": s.rescale.numpy(), "output": s.output.numpy(), "q_tile": s.q_tile,
+                       "k_tile": s.k_tile} for s in result.steps],
+            "final": result.output.numpy(), "plain": plain.numpy(),
+            "diff": float((result.output - plain).abs().max()), "diff_wrong": float((wrong - plain).abs().max()),
+            "peak_tiled": result.peak_bytes, "peak_plain": plain_peak_bytes(n, n),
+            "computed": result.tiles_computed, "skipped": result.tiles_skipped}
