@@ -1,5 +1,5 @@
 """transformer_core's rooms: imports point one way, nothing imports Streamlit, the math (text, nn) no plotly or
-pandas, and plotly only in ``figures`` and the command line above it.
+pandas, and plotly only in ``figures`` (the command line above it builds its slides there).
 
 Every module's imports are read with ``ast`` (no import is executed), resolved to modules of the package,
 and checked against the order of the rooms. The checker is run on made-up modules too, so it is shown to
@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "transformer_core"
 # Each room may import rooms earlier in this list (and itself), never later ones.
 ROOMS = ("text", "nn", "records", "models", "analysis", "figures", "cli")
 NO_PLOTLY_OR_PANDAS = ("text", "nn")  # the math
-NO_PLOTLY = ("text", "nn", "records", "models", "analysis")  # plotly only in figures (and the cli above them)
+NO_PLOTLY = ("text", "nn", "records", "models", "analysis", "cli")  # plotly only in figures
 MAX_LINES = 400
 
 
@@ -104,6 +104,7 @@ def test_no_module_is_longer_than_about_400_lines():
     ({"transformer_core.nn.a": ("import plotly.graph_objects as go", False)}, "imports plotly"),
     ({"transformer_core.nn.a": ("import pandas as pd", False)}, "imports pandas"),
     ({"transformer_core.analysis.a": ("import plotly.graph_objects as go", False)}, "imports plotly"),
+    ({"transformer_core.cli.slides": ("import plotly.graph_objects as go", False)}, "imports plotly"),
     ({"transformer_core.figures.a": ("import streamlit as st", False)}, "imports streamlit"),
     ({"transformer_core.models.a": ("from . import b", False), "transformer_core.models.b": ("from .a import x", False)},
      "import circle"),

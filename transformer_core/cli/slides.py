@@ -1,56 +1,19 @@
-"""Slides (the layout is :mod:`transformer_core.figures.slide`, shared with the app), PNG/SVG through kaleido.
+"""Slides (built in :mod:`transformer_core.figures.slide`, shared with the app), PNG/SVG through kaleido. No plotly here.
 
 PNG/SVG need Chromium (Debian ``chromium``, found on ``PATH`` or via ``BROWSER_PATH``).
 """
 from __future__ import annotations
 
 import contextlib
-import html
 import os
 import shutil
 import warnings
 from collections.abc import Iterator
 
-import plotly.graph_objects as go
-
-from ..figures import stage as figures
-from ..figures.slide import HTML_HEIGHT, HTML_WIDTH, stage_slide, stage_title  # noqa: F401 (stage_title: export)
-from ..records.trace import Trace
+from ..figures.slide import (HTML_HEIGHT, HTML_WIDTH, build_figure, head_figures, slide_figure,  # noqa: F401 (export)
+                             stage_slide, stage_title)
 from ..text.i18n import _
 from .args import CHROMIUM_NAMES, SLIDE_HEIGHT, SLIDE_WIDTH, ExportError
-
-
-def head_figures(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
-                 heads: list[int] | None = None) -> list[go.Figure]:
-    """One slide per head (the offline HTML), all with the stage's shared colour range (as in the app)."""
-    zrange = figures.stage_range(trace, stage, batch, layer)
-    heads = list(range(trace.stage(stage, layer).shape[1])) if heads is None else heads
-    return [stage_slide(trace, stage, batch=batch, layer=layer, head=h, zrange=zrange, width=HTML_WIDTH,
-                        height=HTML_HEIGHT) for h in heads]
-
-
-def slide_figure(fig: go.Figure, title: str, subtitle: str) -> go.Figure:
-    """Give a figure laid out by Plotly (rollout/flow) a slide title and a subtitle (plain text; escaped here)."""
-    if fig.layout.height:  # on screen (HTML) keep the plot area the builder chose; files get --width/--height
-        fig.update_layout(height=fig.layout.height + 90)
-    fig.update_layout(
-        # yref="container": the app's figures put their caption under the plot (yref="paper", y=0)
-        title=dict(text=html.escape(title), font=dict(size=18), x=0.01, xanchor="left", y=0.98, yanchor="top",
-                   yref="container", automargin=False, pad=dict(t=0, b=0),
-                   subtitle=dict(text=html.escape(subtitle), font=dict(size=12, color="#555"))),
-        margin=dict(t=130, l=10, r=10, b=20),
-    )
-    # The template's white zero lines cut through row 0 / column 0 of a heatmap (showgrid=False keeps them).
-    fig.update_xaxes(zeroline=False)
-    fig.update_yaxes(zeroline=False)
-    return fig
-
-
-def build_figure(trace: Trace, stage: str, *, batch: int, layer: int, head: int | None,
-                 width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT) -> go.Figure:
-    """The slide (:func:`transformer_core.figures.slide.stage_slide`): one head, or a grid of every head,
-    titled with what produced it, laid out for a ``width × height`` image."""
-    return stage_slide(trace, stage, batch=batch, layer=layer, head=head, width=width, height=height)
 
 
 def find_chromium() -> str | None:
@@ -78,9 +41,9 @@ def no_chromium_message(fmt: str) -> str:
         fmt=fmt.upper(), found=found)
 
 
-def render_image(fig: go.Figure, fmt: str, *, width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT,
+def render_image(fig, fmt: str, *, width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT,
                  scale: float = 1.0) -> bytes:
-    """PNG or SVG bytes through kaleido and the system Chromium.
+    """PNG or SVG bytes of a Plotly figure ``fig``, through kaleido and the system Chromium.
 
     Raises:
         ExportError: no Chromium, or kaleido failed twice (the message has the second cause).
