@@ -25,11 +25,15 @@ def token_labels(tokens) -> list[str]:
 
 
 def _small(fig: go.Figure, height: int = 320) -> go.Figure:
+    """A panel of a row of figures: the colour bar under the plot, the title above it (where the key axis title
+    was), heatmap's own left and top margins (room for the tick labels) kept."""
     fig.update_traces(selector=dict(type="heatmap"), colorbar=dict(orientation="h", y=-0.05, yanchor="top",
                                                                    thickness=8, len=1.0, title=None))
-    fig.update_xaxes(title=None)  # the figure's title sits where the key axis title would
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=60, b=40),
-                      title=dict(yref="container", y=0.98, yanchor="top", x=0.01, xanchor="left", font=dict(size=13)))
+    fig.update_xaxes(title=None)
+    margin = fig.layout.margin
+    fig.update_layout(height=height, margin=dict(l=margin.l, r=4, t=(margin.t or 0) + 6, b=40),
+                      title=dict(yref="container", y=0.99, yanchor="top", x=0.01, xanchor="left", font=dict(size=13),
+                                 automargin=False))
     return fig
 
 

@@ -21,7 +21,7 @@ MASKS = {"none": N_("no mask"), "causal": N_("causal"), "window": N_("causal, wi
 
 
 def _top_table(rows, title: str) -> pd.DataFrame:
-    return pd.DataFrame([{title: plain(t), "p": number(p, ".1%")} for t, _i, p in rows])
+    return pd.DataFrame([{title: f"{plain(t)}  {number(p, '.1%')}"} for t, _i, p in rows])
 
 
 def draw_long() -> None:

@@ -1,0 +1,58 @@
+"""The "Attention since 2017" page in headless Chromium at 1280×720, in English and 中文 (issue 36): every tab
+opens from its link, and its answer — the main figure and the number or table that goes with it — is drawn inside
+the first screen. Screenshots are saved in tmp_path (or $ATTENTION_DOCS_IMAGES) for a person to look at."""
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+
+from browser_utils import chromium_missing, images_folder, wait_idle
+
+_missing = chromium_missing()
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+
+WIDTH, HEIGHT = 1280, 720
+# section → (the figure kind that answers it, a table or metric that must be in view too)
+TABS = {"Positions": ("scores", None), "Shared KV heads": ("groups", "46,080"),
+        "KV cache": ("query_row", "stMetric"), "Long inputs": ("mask", "stDataFrame"),
+        "Online softmax": ("tiles", "stDataFrame")}
+
+
+def boxes(page, kind: str) -> list[dict]:
+    return page.evaluate("""(kind) => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .filter(d => d.layout && d.layout.meta && d.layout.meta.kind === kind)
+        .map(d => { const r = d.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
+                                                                 right: r.right}; })""", kind)
+
+
+def first_of(page, what: str) -> dict | None:
+    """The top and bottom of the first element of the main area with data-testid ``what`` (``st…``), else of the
+    first one whose text holds ``what``."""
+    if not what.startswith("st"):
+        box = page.locator('[data-testid="stMain"]').get_by_text(what).first.bounding_box()
+        return box and {"top": box["y"], "bottom": box["y"] + box["height"]}
+    return page.evaluate("""(id) => { const e = document.querySelector(`[data-testid="stMain"] [data-testid="${id}"]`);
+        if (!e) return null; const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; }""", what)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_tab_answers_in_the_first_screen(server, chromium, lang, tmp_path):
+    folder = images_folder(tmp_path)
+    page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    for i, (section, (kind, other)) in enumerate(TABS.items()):
+        page.goto(f"{server}/modern?{urllib.parse.urlencode({'section': section, 'lang': lang})}")
+        wait_idle(page, 240_000)
+        page.screenshot(path=str(folder / f"modern_{lang}_{i}.png"))
+        drawn = boxes(page, kind)
+        assert drawn, f"{section}: no {kind} figure"
+        for box in drawn:  # the figure starts in the first screen, inside the page's width
+            assert 0 <= box["top"] < HEIGHT - 200 and box["right"] <= WIDTH, (section, box)
+        if other:
+            where = first_of(page, other)
+            assert where and where["top"] < HEIGHT - 60, (section, other, where)
+        title = page.locator("h1").first.inner_text()
+        assert title == ("Attention since 2017" if lang == "en" else "2017 年以来的注意力")
+        if lang == "en":
+            assert page.locator('[role="tab"][aria-selected="true"]').first.inner_text().strip() == section
+    page.close()
