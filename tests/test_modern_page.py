@@ -153,3 +153,42 @@ def test_every_tab_in_chinese_leaves_no_english_sentence(section):
     texts = visible_texts(at)
     assert len(texts) > 8
     assert {t[:120]: english_sentences(t) for t in texts if english_sentences(t)} == {}
+
+
+MODERN_KEYS = ("section", "alibi_head", "query", "key", "n_kv", "model", "step", "window", "sinks", "n", "bq", "bk",
+               "mask", "tile", "text")
+TAB_OF = {"alibi_head": "Positions", "query": "Positions", "key": "Positions", "text": "Positions",
+          "n_kv": "Shared KV heads", "model": "KV cache", "step": "KV cache", "window": "Long inputs",
+          "sinks": "Long inputs", "n": "Online softmax", "bq": "Online softmax", "bk": "Online softmax",
+          "mask": "Online softmax", "tile": "Online softmax"}
+
+
+def test_random_url_parameters_never_break_the_page():
+    """As tests/test_url_property.py does for the other pages: odd values for this page's own parameters, on the
+    tab they belong to, never give an exception element or a Python nan/inf in the visible text."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+    from test_url_property import check, values
+
+    @settings(max_examples=8, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(st.sampled_from([k for k in MODERN_KEYS if k not in ("section", "window", "sinks")]),
+           st.one_of(values, st.lists(values, min_size=2, max_size=3)), st.one_of(values, st.just("3")))
+    def run(key, value, tile):
+        check(PAGE, {"section": TAB_OF[key], key: value, "tile": tile} if key != "tile" else
+              {"section": TAB_OF[key], key: value})
+
+    run()
+
+
+@pytest.mark.parametrize("query", [{"section": "Long inputs", "window": "nan", "sinks": "9" * 50},
+                                   {"section": "Long inputs", "window": "0", "sinks": "-1"},
+                                   {"section": "KV cache", "model": "smollm2", "step": "１"},
+                                   {"section": "Online softmax", "n": "24", "bq": "1", "bk": "1", "tile": "576"},
+                                   {"section": "nonsense", "n_kv": "2"}])
+def test_chosen_hostile_links(query):
+    from test_url_property import check
+
+    if query["section"] in ("Long inputs", "KV cache"):
+        smollm2_or_skip()
+    check(PAGE, query)
