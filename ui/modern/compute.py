@@ -36,7 +36,13 @@ def positions(tokens: tuple[str, ...], alibi_head: int, query: int, key: int) ->
                       "positions": pairs["positions"]},
             "relative": positions_lab.relative_check(tokens[query], tokens[key], 30, 20, 100, alibi_head=alibi_head),
             "slope": float(positions_lab.alibi_slopes(positions_lab.ALIBI_HEADS)[alibi_head]),
-            "learned_scale": positions_lab.lab_head().learned_scale}
+            "learned_scale": positions_lab.lab_head().learned_scale, "row0_ratio": _row0_ratio()}
+
+
+def _row0_ratio() -> float:
+    """How much longer MiniLM's position row 0 is than its other rows on average."""
+    norms = positions_lab.lab_head().learned.norm(dim=1)
+    return float(norms[0] / norms[1:].mean())
 
 
 def _smollm2():

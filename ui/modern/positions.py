@@ -60,9 +60,11 @@ def draw(settings: Settings) -> None:
         fig = figs.score_panel(data["scores"][scheme], tokens, _(SCHEME_NAMES[scheme]), (low, high), scheme=scheme)
         col.plotly_chart(fig, key=f"modern_scores_{scheme}", config=chart_config(f"scores_{scheme}"))
     st.caption(_("Raw scores q·k/√d_head, one colour range for all four: {low} … {high}. The learned table was "
-                 "multiplied by {scale} so its size matches the sinusoidal table's; ALiBi's slope here is {slope}.")
+                 "multiplied by {scale} so its size matches the sinusoidal table's; its row 0 (where BERT's [CLS] "
+                 "sits) is {ratio} times as long as the others, hence the strong first row and column. ALiBi's slope "
+                 "here is {slope}.")
                .format(low=number(low, ".3g"), high=number(high, ".3g"), scale=number(data["learned_scale"], ".3g"),
-                       slope=number(data["slope"], ".4g")))
+                       ratio=number(data["row0_ratio"], ".1f"), slope=number(data["slope"], ".4g")))
     st.markdown(_("One attention head with random weights scores the sidebar's first sentence four ways. **Sinusoidal** "
                   "(2017) and a **learned** table (BERT; here MiniLM's, scaled to the same size) are *added* to the word "
                   "vectors before W_Q and W_K. **RoPE** adds nothing: it *turns* each pair of features of q and k by an "
