@@ -62,19 +62,20 @@ def distance_figure(curves: dict[str, np.ndarray], names: dict[str, str], query_
 
 
 def rope_figure(xy: np.ndarray, pairs, positions, thetas, title: str) -> go.Figure:
-    """RoPE's turning pairs: for each pair ``i``, the point ``(x_i, x_{i+d/2})`` at every position, joined in order
-    of position; ``xy`` ``[pos, pair, 2]``."""
+    """RoPE's turning pairs: for each pair ``i``, the point ``(x_i, x_{i+d/2})`` at every position (the larger dot:
+    position 0); each pair's points lie on one circle. ``xy`` ``[pos, pair, 2]``."""
     fig = go.Figure()
     for j, (pair, theta) in enumerate(zip(pairs, thetas)):
         pts = np.asarray(xy)[:, j]
-        fig.add_trace(go.Scatter(x=pts[:, 0].tolist(), y=pts[:, 1].tolist(), mode="lines+markers",
+        fig.add_trace(go.Scatter(x=pts[:, 0].tolist(), y=pts[:, 1].tolist(), mode="markers",
                                  name=_("pair {i} (θ = {theta} rad per position)").format(i=pair, theta=f"{theta:.3g}"),
                                  text=[_("position {p}").format(p=p) for p in positions],
                                  hovertemplate="%{text}<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
-                                 line=dict(color=CURVE_COLOURS[j % len(CURVE_COLOURS)], width=1),
-                                 marker=dict(size=[10] + [5] * (len(pts) - 1))))
-    fig.update_layout(title=title, height=380, meta={"kind": "rope"}, margin=dict(l=4, r=4, t=50, b=4),
-                      xaxis_title=_("feature i"), yaxis_title=_("feature i + d_head/2"), legend=dict(font=dict(size=11)))
+                                 marker=dict(color=CURVE_COLOURS[j % len(CURVE_COLOURS)],
+                                             size=[11] + [6] * (len(pts) - 1))))
+    fig.update_layout(title=title, height=420, meta={"kind": "rope"}, margin=dict(l=4, r=4, t=50, b=4),
+                      xaxis_title=_("feature i"), yaxis_title=_("feature i + d_head/2"),
+                      legend=dict(font=dict(size=11), orientation="h", yanchor="top", y=-0.18, x=0))
     fig.update_yaxes(scaleanchor="x", scaleratio=1)
     return fig
 

@@ -89,8 +89,8 @@ def draw(settings: Settings) -> None:
                       key="modern_rope", config=chart_config("rope_pairs"))
     right.markdown(_("**Relative only?** The score of the same two tokens at positions (m, n) = (30, 20) and shifted by "
                      "s = 100:"))
-    table = pd.DataFrame([{_("scheme"): names[r["scheme"]], "score(m, n)": number(r["score"], ".6f"),
-                           "score(m+s, n+s)": number(r["shifted"], ".6f"), _("difference"): number(r["difference"], ".2g")}
+    table = pd.DataFrame([{_("scheme"): names[r["scheme"]], "(m, n)": number(r["score"], ".4f"),
+                           "(m+s, n+s)": number(r["shifted"], ".4f"), _("difference"): number(r["difference"], ".1g")}
                           for r in data["relative"]])
     right.dataframe(table, hide_index=True, width="stretch", key="modern_relative")
     right.markdown(_("RoPE: q_m·k_n = (R_m q)·(R_n k) = q·R_(n−m) k, a function of n − m only (Su et al. 2021, Eq. 16); "
