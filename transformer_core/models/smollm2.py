@@ -51,8 +51,8 @@ class SmolLM2(nn.Module):
         self.embed = _EmptyEmbedding(config.vocab_size, config.d_model)
         self.layers = nn.ModuleList(LlamaBlock(config) for _ in range(config.n_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
-        self.hook_embeddings = HookPoint()
-        self.hook_final_norm = HookPoint()
+        self.hook_embeddings = HookPoint(copy=False)  # recorded without a copy: nothing changes them in place
+        self.hook_final_norm = HookPoint(copy=False)
 
     def init_random(self, seed: int = 0, std: float = 0.02) -> "SmolLM2":
         """Give every weight a value: normal(0, ``std``) for matrices, 1 for norms (tests of small models)."""

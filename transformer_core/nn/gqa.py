@@ -146,7 +146,7 @@ class GroupedQueryAttention(nn.Module):
         self.W_O = EmptyLinear(d, d, bias=False)
         for stage in ("input", "q", "k", "v", "k_kv", "v_kv", "scores", "masked_scores", "weights", "context",
                       "concat", "projected", "output"):
-            setattr(self, f"hook_{stage}", HookPoint())
+            setattr(self, f"hook_{stage}", HookPoint(copy=False))  # no in-place change follows
 
     def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
         batch, pos, _ = x.shape
@@ -200,7 +200,7 @@ class SwiGLU(nn.Module):
         self.W_up = EmptyLinear(d_model, d_ff, bias=False)
         self.W_down = EmptyLinear(d_ff, d_model, bias=False)
         for stage in ("input", "gate", "up", "hidden", "projected", "output"):
-            setattr(self, f"hook_{stage}", HookPoint())
+            setattr(self, f"hook_{stage}", HookPoint(copy=False))  # no in-place change follows
 
     def forward(self, x: torch.Tensor, normed: torch.Tensor) -> torch.Tensor:
         """``x`` the residual stream, ``normed`` its RMSNorm → the residual stream after the addition."""
