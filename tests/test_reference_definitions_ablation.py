@@ -138,3 +138,25 @@ def test_another_reference_set_is_one_argument(hf_bert):
 def test_modes_are_named():
     assert tuple(MODE_DEFINITIONS) == ("zero", "mean", "mean_sentence")
     assert 12 <= len(REFERENCE_SENTENCES) and len(set(REFERENCE_SENTENCES)) == len(REFERENCE_SENTENCES)
+
+
+def test_causal_reference_is_the_per_position_mean_over_its_named_sequences():
+    """The causal model's default reference set: 64 repeated sequences, seed 2024 (not the held-out 12345)."""
+    from transformer_core.analysis.ablation_causal import REFERENCE, causal_reference, held_out_sequences, measure
+    from transformer_core.models.causal import load_causal_model
+    from transformer_core.nn.hooks import capture
+
+    model = load_causal_model()
+    assert REFERENCE["seed"] != 12345
+    ids = held_out_sequences(model.vocab_size, **REFERENCE)
+    with torch.no_grad(), capture(model, only=lambda n: n.endswith("attention.context")) as stages:
+        model(ids)
+    means = causal_reference(model)
+    for layer in range(2):
+        expected = stages[f"layers.{layer}.attention.context"].double().mean(0)  # [head, pos, d_head]
+        np.testing.assert_allclose(means.at(layer, ids.shape[1]).double(), expected, atol=1e-6)
+        # beyond the set's 48 positions: the mean over all of them
+        np.testing.assert_allclose(means.at(layer, 50)[:, 49].double(), expected.mean(1), atol=1e-6)
+    layer1 = [(1, h) for h in range(4)]
+    a, b = measure(model, layer1, mode="mean"), measure(model, layer1, mode="mean_sentence")
+    assert a["accuracy"]["repeat"] < 0.03 and abs(a["accuracy"]["repeat"] - b["accuracy"]["repeat"]) > 0.02

@@ -60,16 +60,19 @@ def accuracies(logits: torch.Tensor, input_ids: torch.Tensor, period: int) -> di
 
 
 def measure(model: CausalLM, heads: Iterable[Head] = (), *, mode: str = "zero", batch: int = 64,
-            period: int = 24, length: int = 48, seed: int = 12345) -> dict:
+            period: int = 24, length: int = 48, seed: int = 12345, reference: dict | None = None) -> dict:
     """Loss (nats) and top-1 accuracy on the held-out sequences with ``heads`` ablated (``()`` = intact).
 
-    ``mode="mean"`` replaces a head's context by its per-position mean over :data:`REFERENCE`;
+    ``mode="mean"`` replaces a head's context by its per-position mean over ``reference`` (default
+    :data:`REFERENCE`; see :func:`causal_reference`);
     ``"mean_sentence"`` by its mean over the sequence's own positions (which, in a causal model, averages in
     later positions too). Returns ``{"loss": {"first", "repeat", "all"},
     "accuracy": {"first", "repeat"}, "chance": 1/vocab, "n_repeat": predictions in the repeat}``.
     """
     ids = held_out_sequences(model.vocab_size, batch=batch, period=period, length=length, seed=seed)
-    with torch.no_grad(), ablate(model, tuple(heads), mode):
+    heads = tuple(heads)
+    means = causal_reference(model, reference) if mode == "mean" and heads else None
+    with torch.no_grad(), ablate(model, heads, mode, reference=means):
         logits = model(ids)
     losses = token_losses(logits, ids)  # [batch, pos−1]
     return {"loss": {"first": float(losses[:, :period - 1].mean()), "repeat": float(losses[:, period - 1:].mean()),
