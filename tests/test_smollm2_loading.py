@@ -7,7 +7,6 @@ import threading
 
 import numpy as np
 import pytest
-import torch
 
 pytest.importorskip("gguf")
 
@@ -119,4 +118,4 @@ def test_head_stats_have_the_sink_share_of_every_head():
     assert len(stats) == 270 and set(stats["kv_head"]) == {0, 1, 2}
     assert stats["sink_share"].between(0, 1).all()
     assert stats["sink_share"].max() > 0.9  # SmolLM2 has heads that park their attention on the first token
-    assert torch.is_tensor(torch.as_tensor(stats["entropy"].to_numpy()))
+    assert (stats["entropy"] >= 0).all() and (stats["max_weight"] <= 1 + 1e-6).all()
