@@ -119,3 +119,37 @@ def test_head_stats_have_the_sink_share_of_every_head():
     assert stats["sink_share"].between(0, 1).all()
     assert stats["sink_share"].max() > 0.9  # SmolLM2 has heads that park their attention on the first token
     assert (stats["entropy"] >= 0).all() and (stats["max_weight"] <= 1 + 1e-6).all()
+
+
+@needs_file
+def test_our_header_reader_agrees_with_gguf_readers():
+    """Every field and every tensor's bytes as ``gguf.GGUFReader`` (the format's reference reader) reads them."""
+    import gguf
+
+    from transformer_core.models.gguf_header import read_header
+
+    path = gguf_weights.gguf_path()
+    fields, tensors = read_header(path, gguf.constants.GGML_QUANT_SIZES)
+    reference = gguf.GGUFReader(str(path))
+    for key, field in reference.fields.items():
+        if key.startswith("GGUF."):
+            continue  # the reader's own entries (version, counts)
+        expected = field.contents()
+        assert fields[key] == pytest.approx(expected) if isinstance(expected, float) else fields[key] == expected, key
+    assert len(tensors) == len(reference.tensors) == 272
+    for ours, theirs in zip(tensors, reference.tensors):
+        assert ours.name == theirs.name and ours.type == int(theirs.tensor_type)
+        assert np.array_equal(ours.data.reshape(-1).view(np.uint8), np.asarray(theirs.data).reshape(-1).view(np.uint8))
+
+
+def test_a_file_cut_short_is_refused(tmp_path):
+    import gguf
+
+    from transformer_core.models.gguf_header import read_header
+
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + (1).to_bytes(8, "little") + (0).to_bytes(8, "little"))
+    with pytest.raises(Exception):
+        read_header(cut, gguf.constants.GGML_QUANT_SIZES)
+    with pytest.raises(SmolLM2Unavailable, match="cannot be read as GGUF"):
+        read_gguf(cut, expected_sha256=None)

