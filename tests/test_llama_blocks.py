@@ -159,3 +159,28 @@ def test_gqa_module_runs_alone_with_rope_for():
     assert out.shape == (1, 6, TINY.d_model)
     assert st["weights"].shape == (1, TINY.n_heads, 6, 6)
     assert torch.all(st["weights"][0].triu(1) == 0)
+
+
+def test_the_unwatched_grouped_path_gives_the_watched_paths_numbers():
+    """Without a capture or an intervention the attention stacks a group's query heads against their one key/value
+    head instead of repeating keys and values (grouped_attention): the same logits, with and without a cache."""
+    model = tiny_model(2)
+    ids = torch.tensor([[4, 8, 15, 16, 23, 42, 7]])
+    with torch.no_grad():
+        fast = model(ids)
+        with capture(model, only=lambda name: False):
+            watched = model(ids)
+        cache = KVCache(TINY.n_layers)
+        stepped = torch.cat([model(ids[:, :3], cache)] + [model(ids[:, i:i + 1], cache) for i in range(3, 7)], 1)
+    assert (fast - watched).abs().max().item() < 1e-5
+    assert (stepped - watched).abs().max().item() < 1e-5
+    # a grouped path that paired query heads with the wrong key/value head would not agree
+    from transformer_core.nn.gqa import grouped_attention
+
+    q, k_kv, v_kv = torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    mask = causal_mask(5, 0)
+    right = grouped_attention(q, k_kv, v_kv, mask)
+    wrong = grouped_attention(q, k_kv.flip(1), v_kv.flip(1), mask)
+    expected = torch.softmax((q @ k_kv.repeat_interleave(2, 1).transpose(-2, -1) / 8 ** 0.5).masked_fill(~mask, -1e30),
+                             -1) @ v_kv.repeat_interleave(2, 1)
+    assert (right - expected).abs().max().item() < 1e-5 and (wrong - expected).abs().max().item() > 1e-2

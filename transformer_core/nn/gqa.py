@@ -33,7 +33,7 @@ from torch.nn import functional as F
 
 from .attention import attention_scores, mask_scores, masked_softmax
 from .config import whole
-from .hooks import HookPoint
+from .hooks import HookPoint, watched
 from .rotary import RMSNorm, apply_rotary, rope_tables
 
 
@@ -175,18 +175,36 @@ class GroupedQueryAttention(nn.Module):
         v_kv = self._heads(self.W_V(normed), self.n_kv_heads)  # [batch, kv_head, new, d_head]
         if cache is not None:
             k_kv, v_kv = cache.append(layer, k_kv, v_kv)  # [batch, kv_head, past + new, d_head]
-        k_kv, v_kv = self.hook_k_kv(k_kv), self.hook_v_kv(v_kv)
-        q = self.hook_q(q)
-        k = self.hook_k(self._per_query_head(k_kv))  # [batch, head, key_pos, d_head]
-        v = self.hook_v(self._per_query_head(v_kv))
         mask = causal_mask(n_new, past)
-        scores = self.hook_scores(attention_scores(q, k))  # [batch, head, query_pos, key_pos]
-        masked = self.hook_masked_scores(mask_scores(scores, mask))
-        weights = self.hook_weights(masked_softmax(masked, mask, zero_empty_rows=False))  # no row is empty
-        context = self.hook_context(torch.matmul(weights, v))  # [batch, head, query_pos, d_head]
+        if watched():  # a capture or an intervention: every stage, with keys and values repeated per query head
+            k_kv, v_kv = self.hook_k_kv(k_kv), self.hook_v_kv(v_kv)
+            q = self.hook_q(q)
+            k = self.hook_k(self._per_query_head(k_kv))  # [batch, head, key_pos, d_head]
+            v = self.hook_v(self._per_query_head(v_kv))
+            scores = self.hook_scores(attention_scores(q, k))  # [batch, head, query_pos, key_pos]
+            masked = self.hook_masked_scores(mask_scores(scores, mask))
+            weights = self.hook_weights(masked_softmax(masked, mask, zero_empty_rows=False))  # no row is empty
+            context = self.hook_context(torch.matmul(weights, v))  # [batch, head, query_pos, d_head]
+        else:  # nobody looks: the same numbers without copying keys and values for every query head
+            context = grouped_attention(q, k_kv, v_kv, mask)
         concat = self.hook_concat(context.transpose(1, 2).reshape(batch, n_new, self.n_heads * self.d_k))
         projected = self.hook_projected(self.W_O(concat))  # [batch, query_pos, d_model]
         return self.hook_output(x + projected)
+
+
+def grouped_attention(q: torch.Tensor, k_kv: torch.Tensor, v_kv: torch.Tensor,
+                      mask: torch.Tensor | None) -> torch.Tensor:
+    """softmax(QKᵀ/√d) V with the query heads of a group stacked against their one key/value head, so the keys and
+    values are never repeated: ``q`` ``[batch, head, query_pos, d_head]``, ``k_kv``, ``v_kv`` ``[batch, kv_head,
+    key_pos, d_head]``, ``mask`` bool broadcastable to ``[batch, head, query_pos, key_pos]`` → context ``[batch,
+    head, query_pos, d_head]``. The path of :class:`GroupedQueryAttention` when no hook point is watched."""
+    batch, n_heads, n_query, d = q.shape
+    n_kv = k_kv.shape[1]
+    stacked = q.reshape(batch, n_kv, (n_heads // n_kv) * n_query, d)  # [batch, kv_head, group·query_pos, d_head]
+    scores = attention_scores(stacked, k_kv).view(batch, n_heads, n_query, -1)  # [batch, head, query_pos, key_pos]
+    weights = masked_softmax(mask_scores(scores, mask), mask, zero_empty_rows=False)
+    context = torch.matmul(weights.view(batch, n_kv, -1, weights.shape[-1]), v_kv)  # [batch, kv_head, g·query, d]
+    return context.view(batch, n_heads, n_query, d)
 
 
 class SwiGLU(nn.Module):

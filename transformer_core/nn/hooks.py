@@ -52,6 +52,12 @@ class HookPoint(nn.Module):
         return x
 
 
+def watched() -> bool:
+    """Whether a :func:`capture` or an :func:`intervene` block is active in this thread. A module may take a faster
+    path that skips some hook points when nothing is watching (:mod:`transformer_core.nn.gqa` does)."""
+    return bool(_ACTIVE.get()) or bool(_EDITS.get())
+
+
 def stage_name(module_path: str) -> str:
     """``layers.0.attention.hook_weights`` → ``layers.0.attention.weights``."""
     head, _, last = module_path.rpartition(".")
