@@ -9,6 +9,7 @@ import streamlit as st
 
 from transformer_core.figures import stage as figures
 from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, parse_tokens, training_log
+from transformer_core.analysis.head_types import head_types
 from transformer_core.figures.overview import overview_figure
 from ui.causal import ablation, heads, predictions
 from ui.causal import compute as causal
@@ -149,18 +150,23 @@ ablation_controls.click_note(st, "causal_", N_LAYERS, N_HEADS, default=ablation.
 st.subheader(_("Head scores"))
 seq = causal.sequence_scores(trace, period)
 held = log["scores"][str(step)]
+detector = head_types(trace, 0, ("induction",))["induction"].to_numpy().reshape(N_LAYERS, N_HEADS)
 rows = [{_("layer"): layer, _("head"): head,
          _("previous-token (held out)"): held["previous_token"][layer][head],
-         _("induction (held out)"): held["induction"][layer][head],
+         _("induction, period diagonal (held out)"): held["induction"][layer][head],
          _("previous-token (this sequence)"): seq["previous_token"][layer][head],
-         _("induction (this sequence)"): seq["induction"][layer][head]}
+         _("induction, period diagonal (this sequence)"): seq["induction"][layer][head],
+         _("induction, TransformerLens detector (this sequence)"): float(detector[layer, head])}
         for layer in range(N_LAYERS) for head in range(N_HEADS)]
 score_col = dict(format="%.2f", min_value=0.0, max_value=1.0)
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="causal_scores", column_config={
     name: st.column_config.ProgressColumn(name, **score_col) for name in rows[0] if name not in (_("layer"), _("head"))})
-st.caption(_("**Previous-token score**: mean weight on key = query − 1. **Induction score**: mean weight, over the "
-             "second period's queries, on the token *after* the previous occurrence of the current token (key = query "
-             "− period + 1). Held out = 64 random sequences of period 24 repeated once (seed 12345, never seen in "
+st.caption(_("**Previous-token score**: mean weight on key = query − 1. **Induction, period diagonal** (Olsson et al. "
+             "2022): mean weight, over the second period's queries, on the token *after* the previous occurrence of "
+             "the current token (key = query − period + 1); the overview's colours use these two. **Induction, "
+             "TransformerLens detector**: its token-matching pattern (any key right after an earlier copy of the "
+             "query's token) scored Σ A·D ÷ Σ A over every query row — lower, since the first period's queries have "
+             "no target. Held out = 64 random sequences of period 24 repeated once (seed 12345, never seen in "
              "training), checkpoint {step}; held-out loss there: {first} nats on the first period, {repeat} on the "
              "repeat.").format(step=step, first=number(held["loss"]["first"], ".2f"),
                                repeat=number(held["loss"]["repeat"], ".2f")))

@@ -34,7 +34,7 @@ def test_default_shows_induction_stripe_of_final_model():
     assert overview["layout"]["meta"]["n_layers"] == 2 and overview["layout"]["meta"]["n_heads"] == 4
     table = at.dataframe[0].value
     held = causal.training_log()["scores"]["4000"]
-    np.testing.assert_allclose(table["induction (held out)"], np.ravel(held["induction"]))
+    np.testing.assert_allclose(table["induction, period diagonal (held out)"], np.ravel(held["induction"]))
     assert table["previous-token (held out)"][0] >= 0.5  # layer 0, head 0
     assert "on the repeat" in at.markdown[0].value
     assert at.query_params["seq"] == " ".join(map(str, ids))
@@ -44,12 +44,12 @@ def test_checkpoint_before_the_bump_has_no_induction():
     at = _open(layer="1", head="1", checkpoint="200")
     assert at.select_slider(key="causal_step").value == 200
     table = at.dataframe[0].value
-    assert table["induction (this sequence)"].max() < 0.3
+    assert table["induction, period diagonal (this sequence)"].max() < 0.3
     curve = [f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == "loss_curve"][0]
     assert curve["layout"]["meta"]["step"] == 200
     # moving the slider to the end brings the stripe
     at.select_slider(key="causal_step").set_value(4000).run()
-    assert at.dataframe[0].value["induction (this sequence)"].max() > 0.6
+    assert at.dataframe[0].value["induction, period diagonal (this sequence)"].max() > 0.6
 
 
 def test_mask_off_states_what_breaks_with_numbers():

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_core.analysis.ablation import MODE_DEFINITIONS, ablate, sentence_embeddings
+from transformer_core.analysis.ablation import MODE_DEFINITIONS, MODES, ablate, sentence_embeddings
 from transformer_core.analysis.ablation_minilm import REFERENCE_NAME, REFERENCE_SENTENCES, ablation_effects
 
 D_HEAD = 32
@@ -136,7 +136,7 @@ def test_another_reference_set_is_one_argument(hf_bert):
 
 
 def test_modes_are_named():
-    assert tuple(MODE_DEFINITIONS) == ("zero", "mean", "mean_sentence")
+    assert MODES == tuple(MODE_DEFINITIONS) == ("zero", "mean", "mean_sentence")
     assert 12 <= len(REFERENCE_SENTENCES) and len(set(REFERENCE_SENTENCES)) == len(REFERENCE_SENTENCES)
 
 

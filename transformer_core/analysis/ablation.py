@@ -48,7 +48,7 @@ MODE_DEFINITIONS = {  # mode → one line on what replaces the head's context (E
     "mean": "its mean over a reference set of inputs, per position (IOI, ACDC, TransformerLens patching)",
     "mean_sentence": "its mean over the same sentence's real tokens (this project's earlier mean ablation)",
 }
-MODES = ("zero", "mean")  # the app's choices (until its labels name mean_sentence); every mode: MODE_DEFINITIONS
+MODES = tuple(MODE_DEFINITIONS)  # ("zero", "mean", "mean_sentence")
 _HEAD_RE = re.compile(r"L(\d{1,3})H(\d{1,3})")
 
 

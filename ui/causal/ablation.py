@@ -19,20 +19,37 @@ from ..shell.i18n import N_, _
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def _measure(step: int, heads: tuple, mode: str) -> dict:
-    """Loss and accuracy of checkpoint ``step`` with ``heads`` ablated (a few floats: kept for the process)."""
-    from transformer_core.analysis.ablation_causal import measure
+def _measure(step: int, heads: tuple, mode: str, ref_seed: int | None = None) -> dict:
+    """Loss and accuracy of checkpoint ``step`` with ``heads`` ablated (a few floats: kept for the process);
+    ``ref_seed``: the mean ablation's reference sequences' seed (None = the default set)."""
+    from transformer_core.analysis.ablation_causal import REFERENCE, measure
     from transformer_core.models.causal import load_causal_model
 
-    return measure(load_causal_model(step), heads, mode="zero" if not heads else mode)
+    reference = None if ref_seed is None else {**REFERENCE, "seed": int(ref_seed)}
+    return measure(load_causal_model(step), heads, mode="zero" if not heads else mode, reference=reference)
 
 
-def _causal_curve(heads: tuple, mode: str) -> dict:
+def _causal_curve(heads: tuple, mode: str, ref_seed: int | None = None) -> dict:
     from transformer_core.models.causal import checkpoint_steps
 
     steps = checkpoint_steps()
     with st.spinner(_("Measuring every checkpoint …")):
-        return {"steps": steps, "rows": {s: (_measure(s, (), "zero"), _measure(s, heads, mode)) for s in steps}}
+        return {"steps": steps,
+                "rows": {s: (_measure(s, (), "zero"), _measure(s, heads, mode, ref_seed)) for s in steps}}
+
+
+def reference_control(mode: str) -> int | None:
+    """The mean ablation's reference sequences (``"mean"`` mode), shown with their seed, which can be changed:
+    the seed, or None for the default set."""
+    from transformer_core.analysis.ablation_causal import REFERENCE
+
+    if mode != "mean":
+        return None
+    seed = st.number_input(_("Reference set: 64 random sequences of period 24 repeated once, seed"), 0, 99_999,
+                           value=REFERENCE["seed"], key="causal_ablate_ref_seed",
+                           help=_("Mean ablation puts, at each position, the head's mean context at that position over "
+                                  "these sequences (not the 64 held-out ones it is measured on, seed 12345)."))
+    return None if int(seed) == REFERENCE["seed"] else int(seed)
 
 
 CAUSAL_DEFAULT = tuple(f"L1H{h}" for h in range(4))  # layer 1's four induction heads
@@ -45,13 +62,15 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
     st.caption(_("Ablate heads and measure the model on 64 held-out random sequences of period 24 repeated once: "
                  "**induction accuracy** = how often its top prediction is right in the repeat (only copying can do it; "
                  "chance 1/64). Try layer 1's four induction heads, then L0H0, the previous-token head that feeds them, "
-                 "then another layer-0 head."))
+                 "then another layer-0 head. The sentence mean averages each sequence's own positions, so a causal "
+                 "model's later tokens leak into earlier ones; the reference mean does not."))
     heads, mode = controls("causal_", n_layers, n_heads, CAUSAL_DEFAULT)
+    ref_seed = reference_control(mode)
     if not heads:
         st.caption(_("Pick heads above to ablate them."))
         return
     text = format_heads(heads)
-    curve = _causal_curve(heads, mode)
+    curve = _causal_curve(heads, mode, ref_seed)
     steps, rows = curve["steps"], curve["rows"]
     intact, ablated = rows[step]
     fmt = st.session_state.get("shared_image_format", "png")

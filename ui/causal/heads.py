@@ -5,14 +5,20 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer_core.analysis.head_types import SCORES, head_types
+from transformer_core.analysis.head_types import SCORES, SOURCES, head_types
 from transformer_core.figures.moves import score_overlay
 from transformer_core.records.trace import Trace
 
 from ..parts import head_view, trace_tables
 from ..parts.moves_panels import norms_panel
-from ..shell.i18n import _
+from ..shell.i18n import N_, _
 from .compute import sequence_scores
+
+
+PERIOD_SOURCES = {  # the page's own scores (the "Head scores" table's): which definition they follow
+    "previous_token": N_("mean weight on key = query − 1, over the queries that have one"),
+    "induction": N_("period diagonal: mean weight on key = query − period + 1 over the second period's queries"),
+}
 
 
 def causal_overview(fig, trace: Trace, period: int | None, color: str):
@@ -23,15 +29,17 @@ def causal_overview(fig, trace: Trace, period: int | None, color: str):
         return fig
     if color in ("previous_token", "induction"):
         scores = np.array(sequence_scores(trace, period)[color], dtype=float)  # [layer][head]; None without a period
+        source = PERIOD_SOURCES[color]
     else:
         table = head_types(trace, 0, (color,))
         scores = table[color].to_numpy().reshape(trace.n_layers, -1)
+        source = SOURCES[color]
     if np.isnan(scores).all():
         st.caption(_("No {score} score: the sequence does not repeat.").format(score=_(SCORES[color])))
         return fig
-    st.caption(_("Tiles fade as their **{score}** score on this sequence falls; a red frame marks 0.25 or more "
-                 "(thicker = higher).").format(score=_(SCORES[color])))
-    return score_overlay(fig, np.nan_to_num(scores), SCORES[color])
+    st.caption(_("Tiles fade as their **{score}** score on this sequence ({source}) falls; a red frame marks 0.25 or "
+                 "more (thicker = higher).").format(score=_(SCORES[color]), source=_(source)))
+    return score_overlay(fig, np.nan_to_num(scores), SCORES[color], source)
 
 
 def causal(trace: Trace, step: int, n_layers: int, n_heads: int) -> None:

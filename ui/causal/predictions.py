@@ -47,8 +47,9 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
     st.caption(_("At every position the model gives a probability to each of the 64 tokens being next: "
                  "softmax(logits / T). **T** (temperature) divides the logits: below 1 sharpens (T → 0 picks the "
                  "most likely token), above 1 flattens (T = 100 is nearly uniform). **top-k** keeps the k most likely "
-                 "tokens, **top-p** the fewest whose probabilities reach p; the rest is one grey “other” bar, so the "
-                 "bars add up to 1."))
+                 "tokens, **top-p** the fewest whose probabilities reach p. With both, Hugging Face's order: top-k "
+                 "first, then top-p on the k kept, renormalised (TopKLogitsWarper → TopPLogitsWarper). The bars show "
+                 "the probabilities before filtering; the rest is one grey “other” bar, so the bars add up to 1."))
     bind_url("causal_temp", "temp", TEMPERATURES, 1.0, to_text=_text)
     bind_url("causal_top_k", "top_k", TOP_K, 10)
     bind_url("causal_top_p", "top_p", TOP_P, "off", to_text=_text)

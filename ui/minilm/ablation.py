@@ -25,19 +25,48 @@ from ..shell.url import bind_url
 
 
 @memo("minilm_layer")
-def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str, batch: int, layer: int) -> dict:
+def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str, batch: int, layer: int,
+             reference: tuple[str, ...] | None = None) -> dict:
     from transformer_core.analysis.ablation_minilm import ablation_effects
 
-    out = ablation_effects(list(sentences), heads, mode=mode, padding=padding, max_tokens=512, weights_layer=layer)
+    out = ablation_effects(list(sentences), heads, mode=mode, padding=padding, max_tokens=512, weights_layer=layer,
+                           reference=reference)
     out["weights"] = {k: v[batch] for k, v in out["weights"].items()}  # [head, query_pos, key_pos], one sentence
     return out
 
 
-@memo("minilm_summary", key=lambda sentences, padding, mode, progress=None: (sentences, padding, mode))
-def _ranked(sentences: tuple[str, ...], padding: bool, mode: str, progress=None) -> dict:
+@memo("minilm_summary", key=lambda sentences, padding, mode, reference=None, progress=None:
+      (sentences, padding, mode, reference))
+def _ranked(sentences: tuple[str, ...], padding: bool, mode: str, reference: tuple[str, ...] | None = None,
+            progress=None) -> dict:
     from transformer_core.analysis.ablation_minilm import rank_heads
 
-    return rank_heads(list(sentences), mode=mode, padding=padding, max_tokens=512, progress=progress)
+    return rank_heads(list(sentences), mode=mode, padding=padding, max_tokens=512, progress=progress,
+                      reference=reference)
+
+
+def reference_control(mode: str) -> tuple[str, ...] | None:
+    """The mean ablation's reference set (``"mean"`` mode): shown, and editable one sentence a line; None = the
+    default set :data:`~transformer_core.analysis.ablation_minilm.REFERENCE_SENTENCES`."""
+    from transformer_core.analysis.ablation_minilm import REFERENCE_NAME, REFERENCE_SENTENCES
+
+    if mode != "mean":
+        return None
+    key = "minilm_ablate_reference"
+    st.session_state.setdefault(key, "\n".join(REFERENCE_SENTENCES))
+    lines = tuple(line.strip() for line in str(st.session_state[key]).splitlines() if line.strip())
+    custom = bool(lines) and lines != REFERENCE_SENTENCES
+    title = (_("Reference set: {n} sentences of your own").format(n=len(lines)) if custom else
+             _("Reference set: {name} ({n} everyday sentences)").format(name=REFERENCE_NAME,
+                                                                        n=len(REFERENCE_SENTENCES)))
+    with st.expander(title, icon=":material/dataset:"):
+        st.text_area(_("One sentence a line"), key=key, height=200,
+                     help=_("Mean ablation puts, at each position, the head's mean context at that position over these "
+                            "sentences (padding mask on); a position beyond the longest of them gets the head's mean "
+                            "over all their tokens. Empty = the default set."))
+        if not lines:
+            st.caption(_("No sentence: the default set {name} is used.").format(name=REFERENCE_NAME))
+    return lines if custom else None
 
 
 def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels: tuple[str, ...],
@@ -46,20 +75,28 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
     layer's weights ablated beside intact, the nearest sentence; rank all heads on request."""
     st.subheader(_("What a head does: knock heads out"))
     st.caption(_("Attention weights only *suggest* what a head is for. Remove the head — set its context to zero before "
-                 "W_O, or to its mean over the sentence — and measure what changes in the sentence embedding (mean "
-                 "over real tokens, L2-normalised, as all-MiniLM-L6-v2 is used) and in every later layer."))
+                 "W_O, or to its mean at each position over a reference set of sentences (mean ablation, as in "
+                 "IOI, ACDC and TransformerLens's patching; or over this sentence's own tokens) — and measure what "
+                 "changes in the sentence embedding (as sentence-transformers makes it: the first 256 tokens, mean over "
+                 "real tokens, L2-normalised) and in every later layer."))
     heads, mode = controls("minilm_", n_layers, n_heads, ())
+    reference = reference_control(mode)
     fmt = st.session_state.get("shared_image_format", "png")
     if heads:
         first = heads[0][0]
         later = list(range(first, n_layers))
         bind_url("minilm_ablate_layer", "ablate_layer", later, min(first + 1, n_layers - 1))
-        out = _effects(sentences, padding, heads, mode, batch, st.session_state["minilm_ablate_layer"])
+        out = _effects(sentences, padding, heads, mode, batch, st.session_state["minilm_ablate_layer"], reference)
         text = format_heads(heads)
         cos = float(out["cosine"][batch])
         st.markdown(_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
                       "one (1 = unchanged). Layers before {first} do not move; from layer {first} on:").format(
             heads=format_heads(heads, ", "), mode=_(MODE_NAMES[mode]), b=batch, cos=f"{cos:.4f}", first=first))
+        long = [b for b, (seen, n) in enumerate(zip(out["embedding_tokens"], out["trace"].lengths)) if seen < n]
+        if long:
+            st.caption(_("Sentence {b} has {n} tokens: its embedding uses the first {cut}, as sentence-transformers "
+                         "cuts all-MiniLM-L6-v2's input (max_seq_length = {cut}); the layers' shifts and weights use all "
+                         "{n}.").format(b=long[0], n=out["trace"].lengths[long[0]], cut=out["embedding_tokens"][long[0]]))
         st.plotly_chart(figs.shift_figure(out["shift"][:, batch], cos, text, batch), key="minilm_ablate_shift",
                         config=chart_config(f"ablation_{text}_shift", fmt))
         layer = st.select_slider(_("Later layer to compare"), later, key="minilm_ablate_layer",
@@ -81,14 +118,15 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
     else:
         st.caption(_("Pick heads above (or turn on **Click tiles to ablate heads** by the overview) to see what "
                      "removing them does."))
-    _rank(sentences, padding, batch, mode, fmt)
+    _rank(sentences, padding, batch, mode, fmt, reference)
 
 
 def _downloads(out: dict, text: str, mode: str, labels) -> None:
     frame = pd.DataFrame(out["shift"].T, columns=[f"layer {i} shift" for i in range(out["shift"].shape[0])])
     frame.insert(0, "cosine", out["cosine"])
     frame.insert(0, "sentence", list(labels))
-    data = {"ablate": text, "mode": mode, "sentences": list(labels), "cosine": out["cosine"].tolist(),
+    data = {"ablate": text, "mode": mode, "reference": out["reference"], "sentences": list(labels),
+            "embedding_tokens": out["embedding_tokens"], "cosine": out["cosine"].tolist(),
             "shift_by_layer": out["shift"].tolist(), "nearest": out["nearest"]}
     c1, c2 = st.columns(2)
     c1.download_button("⬇ " + _("Effects as CSV"), csv_file(frame.to_csv(index=False)),
@@ -98,9 +136,9 @@ def _downloads(out: dict, text: str, mode: str, labels) -> None:
                        mime="application/json", key="minilm_ablate_json", on_click="ignore", width="stretch")
 
 
-def _rank(sentences, padding, batch, mode, fmt) -> None:
+def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
     ss = st.session_state
-    key = (sentences, padding, mode)
+    key = (sentences, padding, mode, reference)
     if st.button(_("Rank the heads: ablate each of the 72 alone"), key="minilm_rank_button", icon=":material/sort:"):
         bar = st.progress(0.0, text=_("Ablating the heads of layer 0 …"))
         passes = _("{done} of {total} passes (one per layer's heads) done")
@@ -108,7 +146,7 @@ def _rank(sentences, padding, batch, mode, fmt) -> None:
         def progress(done: int, total: int) -> None:
             bar.progress(done / total, text=passes.format(done=done, total=total))
 
-        ss["minilm_rank"] = (key, _ranked(sentences, padding, mode, progress=progress)["cosine"])
+        ss["minilm_rank"] = (key, _ranked(sentences, padding, mode, reference, progress=progress)["cosine"])
         bar.empty()
     if ss.get("minilm_rank", (None,))[0] != key:
         st.caption(_("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time: a few seconds) "

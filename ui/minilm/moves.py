@@ -5,7 +5,8 @@ Everything is computed only when asked for (the default page records only the we
 
 * ``stage=norms`` — ‖α_ij f_h(x_j)‖ of the open layer (:func:`norm_layer`, from that layer's captured
   ``weights`` and ``v`` and the checkpoint's W_O) and, in the overview, of every layer;
-* ``view=rollout|flow`` — the sentence's rollout or flow beside the last layer's mean weights;
+* ``view=rollout|flow|flow_raw`` — the sentence's rollout or flow (rows normalised as Abnar & Zuidema's code;
+  ``flow_raw``: the maximum flows in capacity units) beside the last layer's mean weights;
 * ``pair=i,j`` — all 72 heads ranked for one (query, key) pair; a click on a cell of the open head
   (or the two pickers) sets it;
 * ``color=<score>`` — the overview's tiles fade by a head-type score; the table below sorts by it.
@@ -23,9 +24,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core.analysis.head_types import ENCODER_SCORES, SCORES, head_type_scores
-from transformer_core.analysis.rollout import (CSV_CORNER, FLOW_TOKEN_LIMIT, attention_flow, attention_rollout,
-                                               layer_means)
+from transformer_core.analysis.head_types import ENCODER_SCORES, SCORES, SOURCES, head_type_scores
+from transformer_core.analysis.rollout import (CSV_CORNER, FLOW_KINDS, FLOW_TOKEN_LIMIT, attention_flow,
+                                               attention_rollout, layer_means)
 from transformer_core.analysis.token_pair import pair_table
 from transformer_core.analysis.value_norms import output_projections, split_output_projection, value_norms, with_norms
 from transformer_core.figures import stage as figures
@@ -44,8 +45,8 @@ from .compute import MAX_MINILM_TOKENS, minilm_layer
 
 PREFIX = "minilm_"
 MINILM_STAGES = STAGES + ("norms",)
-VIEWS = ("off", "rollout", "flow")
-VIEW_LABELS = {"off": N_("off"), "rollout": N_("rollout"), "flow": N_("flow")}
+VIEWS = ("off", "rollout", "flow", "flow_raw")
+VIEW_LABELS = {"off": N_("off"), "rollout": N_("rollout"), "flow": N_("flow"), "flow_raw": N_("raw flow")}
 
 
 class PairOptions(Sequence):
@@ -137,9 +138,9 @@ def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> 
         ValueError: flow of more than :data:`FLOW_TOKEN_LIMIT` tokens.
     """
     means = layer_means(moves_data(sentences, padding)["trace"], batch)
-    if view == "flow":
+    if view in ("flow", "flow_raw"):
         with st.spinner(_("Computing the maximum flow of {n} token pairs …").format(n=means.shape[-1] ** 2)):
-            values = attention_flow(means)
+            values = attention_flow(means, normalise=view == "flow")  # flow: rows ÷ their sums (compute_flows)
     else:
         values = attention_rollout(means)
     return values, means[-1]
@@ -172,7 +173,9 @@ def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch
                      "into each query), coloured 0 – {top}, the largest of all 72 heads.").format(top=number(top, ".3g")))
     if color != "none":
         table = head_type_table(sentences, padding, batch)
-        fig = score_overlay(fig, table[color].to_numpy().reshape(fig.layout.meta["n_layers"], -1), SCORES[color])
+        fig = score_overlay(fig, table[color].to_numpy().reshape(fig.layout.meta["n_layers"], -1), SCORES[color],
+                            SOURCES[color])
+        st.caption(_("Score: {source}.").format(source=_(SOURCES[color])))
         st.caption(_("Tiles fade as their **{score}** score falls; a red frame marks a score of 0.25 or more "
                      "(thicker = higher). Hover a tile's centre for its score; the table under the per-head statistics "
                      "sorts every head by it.").format(score=_(SCORES[color])))
@@ -191,13 +194,15 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
     view = st.segmented_control(_("Across layers"), VIEWS, key=key, required=True, format_func=view_names.get,
                                 label_visibility="collapsed",
                                 help=_("Rollout multiplies the layers' head-averaged weights, each mixed half and "
-                                       "half with the residual connection; flow is the maximum flow through them."))
+                                       "half with the residual connection; flow is the maximum flow through them, "
+                                       "each row divided by its sum as Abnar & Zuidema's code does; raw flow keeps "
+                                       "the maximum flows, in capacity units."))
     if view == "off":
         st.caption(_("One layer's weights say little about which input tokens reach the output after six layers and "
                      "their residual connections (Abnar & Zuidema 2020). Pick **rollout** or **flow**."))
         return
     n = trace.lengths[batch]
-    if view == "flow" and n > FLOW_TOKEN_LIMIT:
+    if view in ("flow", "flow_raw") and n > FLOW_TOKEN_LIMIT:
         st.info(_("Attention flow is computed for sentences of up to {limit} tokens ([CLS] and [SEP] included); "
                   "sentence {b} has {n}. It solves n² maximum-flow problems, so its time grows as n⁴. Rollout works at "
                   "any length.").format(limit=FLOW_TOKEN_LIMIT, b=batch, n=n), icon=":material/timer:")
@@ -209,25 +214,31 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
         figures.figure_filename(view, None, None, tokens), st.session_state.get("shared_image_format", "png")))
     rule = (r"R = \hat A_5 \cdots \hat A_0,\quad \hat A_l = \operatorname{rownorm}\big(\tfrac12\,"
             r"\operatorname{mean}_h A_l + \tfrac12 I\big)")
-    st.latex(rule if view == "rollout" else r"F_{ij} = \operatorname{maxflow}\big((0, j) \to (6, i)\big)"
-             r"\ \text{with capacities}\ \hat A_l")
+    raw = r"\operatorname{maxflow}\big((0, j) \to (6, i)\big)"
+    st.latex(rule if view == "rollout" else
+             (r"F_{ij} = \frac{" + raw + r"}{\sum_{j'} " + raw.replace("j)", "j')") + r"}" if view == "flow" else
+              r"F_{ij} = " + raw) + r"\ \text{with capacities}\ \hat A_l")
     top = int(np.argmax(values.sum(0)))
-    what = (_("Each row sums to 1") if view == "rollout" else
-            _("Each value is at most 1; a row is not a distribution (flows from different inputs share edges)"))
+    what = {"rollout": _("A share: each row sums to 1"),
+            "flow": _("A share: each row of maximum flows is divided by its sum, as Abnar & Zuidema's compute_flows "
+                      "does, so each row sums to 1"),
+            "flow_raw": _("Raw maximum flows, in the units of the edge capacities (each Â row sums to 1): each value "
+                          "is at most 1, but a row sums to more than 1 (flows from different inputs share edges)")}[view]
     st.caption(_("Rows: output positions after layer 5; columns: input tokens, all {n} real ones ([CLS] and [SEP] "
                  "included, [PAD] left out). {what}. Input {top} reaches the outputs most. Right: layer 5 alone, on the "
                  "same colour range.").format(n=n, what=what, top=plain(f"{top}: {tokens[top]}")))
     frame = pd.DataFrame(values, index=[f"{i}: {t}" for i, t in enumerate(tokens)],
                          columns=[f"{j}: {t}" for j, t in enumerate(tokens)])
-    document = {"view": view, "tokens": list(tokens), "rows": "output position after the last layer",
+    document = {"view": view, "unit": FLOW_KINDS.get(view, "share: rows sum to 1"), "tokens": list(tokens),
+                "rows": "output position after the last layer",
                 "columns": "input token", "values": values.tolist(), "last_layer_mean_weights": last.tolist()}
     csv_col, json_col = st.columns(2)
-    csv_col.download_button("⬇ " + _("{view} as CSV").format(view=_(view)),
+    csv_col.download_button("⬇ " + _("{view} as CSV").format(view=view_names[view]),
                             data=csv_file(frame.to_csv(float_format="%.9g", index_label=CSV_CORNER)),
                             key=f"{PREFIX}across_csv",
                             file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
                             on_click="ignore", width="stretch")
-    json_col.download_button("⬇ " + _("{view} and layer 5's mean weights as JSON").format(view=_(view)), data=json.dumps(document),
+    json_col.download_button("⬇ " + _("{view} and layer 5's mean weights as JSON").format(view=view_names[view]), data=json.dumps(document),
                              key=f"{PREFIX}across_json", file_name=figures.figure_filename(view, None, None, tokens,
                                                                                           "json"),
                              mime="application/json", on_click="ignore", width="stretch")
@@ -307,8 +318,9 @@ def head_types_table(sentences: tuple[str, ...], padding: bool, batch: int, colo
                  column_config={"layer": st.column_config.NumberColumn(_("layer")),
                                 "head": st.column_config.NumberColumn(_("head")),
                                 **{k: st.column_config.ProgressColumn(_(SCORES[k]), **score) for k in ENCODER_SCORES}})
-    st.caption(_("Previous-, next-token and self: share of a query's weight on key i − 1, i + 1, i (TransformerLens's "
-                 "head detector, rows without such a key left out). Shares to [CLS] and to [SEP]/punctuation: mean "
+    st.caption(_("Previous-, next-token and self: TransformerLens's head detector (“mul”): the weight on key i − 1, "
+                 "i + 1, i summed over every query row ÷ the total weight, so a perfect previous-token head on n tokens "
+                 "scores (n − 1)/n ([CLS] has no previous token). Shares to [CLS] and to [SEP]/punctuation: mean "
                  "over real queries. Broadness: row entropy ÷ ln(visible keys), 0 = one key, 1 = even spread."))
 
 

@@ -14,8 +14,10 @@ from ..shell.markdown import plain
 from ..shell.url import bind_url
 
 
-MODE_LABELS = {"zero": N_("zero (context = 0, as head_mask did)"), "mean": N_("mean (context = its mean over real tokens)")}
-MODE_NAMES = {"zero": N_("zero"), "mean": N_("mean")}  # in prose: "Ablating L3H7 (zero)"
+MODE_LABELS = {"zero": N_("zero (context = 0, as head_mask did)"),
+               "mean": N_("mean over a reference set, per position (as IOI, ACDC, TransformerLens patching)"),
+               "mean_sentence": N_("mean over this sentence (its mean over the sentence's own tokens)")}
+MODE_NAMES = {"zero": N_("zero"), "mean": N_("reference mean"), "mean_sentence": N_("sentence mean")}  # in prose
 
 
 def _names(n_layers: int, n_heads: int) -> list[str]:
