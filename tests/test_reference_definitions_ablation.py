@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from transformer_core.analysis.ablation import MODE_DEFINITIONS, MODES, ablate, sentence_embeddings
-from transformer_core.analysis.ablation_minilm import REFERENCE_NAME, REFERENCE_SENTENCES, ablation_effects
+from transformer_core.analysis.ablation_minilm import (REFERENCE_NAME, REFERENCE_SENTENCES, ablation_effects,
+                                                     minilm_reference)
 
 D_HEAD = 32
 # the second is longer (45 tokens) than every reference sentence, so its last positions use the pooled mean
@@ -114,7 +115,7 @@ def test_mean_ablation_is_the_reference_sets_per_position_mean(hf_bert, referenc
     model, _ = load_minilm()
     ids, real = batch(SENTENCES)
     expected = hf_mean_ablated(hf_bert, ids, real, HEADS, reference_means)
-    with torch.no_grad(), ablate(model, HEADS, "mean", real):
+    with torch.no_grad(), ablate(model, HEADS, "mean", real, minilm_reference(model=model)):
         ours = model(ids, real.long())
     assert float(((ours - expected).abs() * real[..., None]).max()) < 1e-5
     out = ablation_effects(SENTENCES, HEADS, mode="mean")

@@ -162,28 +162,6 @@ def cached_reference(model: nn.Module, key, make: Callable[[], ReferenceMeans]) 
     return found
 
 
-def default_reference(model: nn.Module) -> ReferenceMeans:
-    """The module-level default reference set of ``model``'s kind: MiniLM →
-    :data:`~transformer_core.analysis.ablation_minilm.REFERENCE_SENTENCES`, the causal model →
-    :data:`~transformer_core.analysis.ablation_causal.REFERENCE`.
-
-    Raises:
-        ValueError: another model (pass ``reference=`` to :func:`ablate`).
-    """
-    from ..models.causal import CausalLM
-    from ..models.minilm import MiniLM
-
-    if isinstance(model, MiniLM):
-        from .ablation_minilm import minilm_reference
-
-        return minilm_reference(model=model)
-    if isinstance(model, CausalLM):
-        from .ablation_causal import causal_reference
-
-        return causal_reference(model)
-    raise ValueError(f"mean ablation needs a reference set for {type(model).__name__}: pass reference=")
-
-
 def _replace(ablated: torch.Tensor, mode: str, real: torch.Tensor | None, layer: int,
              reference: ReferenceMeans | None) -> Callable[[torch.Tensor], torch.Tensor]:
     """The edit of one layer's context: ``ablated`` bool ``[batch or 1, head]``, ``real`` bool ``[batch, pos]``."""
@@ -235,18 +213,18 @@ def ablate(model: nn.Module, heads: Iterable[Head] | torch.Tensor, mode: str = "
     ``heads``: ``[(layer, head), …]`` or a bool mask ``[n_layers, batch or 1, n_heads]``.
     ``model`` has ``layers.{i}.attention`` (:class:`~transformer_core.models.minilm.MiniLM`,
     :class:`~transformer_core.models.causal.CausalLM`, the toy encoder). ``real``: see :func:`ablation_edits`.
-    ``reference`` (``"mean"`` mode): default :func:`default_reference` of the model, computed before the block.
+    ``reference`` (``"mean"`` mode, required there): the reference set's means, e.g.
+    :func:`~transformer_core.analysis.ablation_minilm.minilm_reference` or
+    :func:`~transformer_core.analysis.ablation_causal.causal_reference` (this module imports neither: they import it).
 
     Raises:
-        ValueError: unknown mode, or ``"mean"`` on a model without a default reference set.
+        ValueError: unknown mode, or ``"mean"`` without ``reference``.
         KeyError: a layer the model does not have.
     """
     if mode not in MODE_DEFINITIONS:
         raise ValueError(f"ablation mode must be one of {tuple(MODE_DEFINITIONS)}, got {mode!r}")
     n_layers, n_heads = len(model.layers), model.layers[0].attention.n_heads
     mask = heads if isinstance(heads, torch.Tensor) else head_mask(heads, n_layers, n_heads)
-    if mode == "mean" and reference is None and bool(mask.any()):
-        reference = default_reference(model)
     with intervene(model, ablation_edits(mask, mode, real, reference)):
         yield
 

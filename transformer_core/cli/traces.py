@@ -154,10 +154,13 @@ def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
         if not args.ablate:
             return run_causal(ids, step=args.step, causal=args.causal is not False)
         from ..analysis.ablation import ablate
+        from ..analysis.ablation_causal import causal_reference
         from ..models.causal import load_causal_model
 
         heads = _heads(args, CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads)
-        with ablate(load_causal_model(args.step), heads, args.ablate_mode):
+        model = load_causal_model(args.step)
+        reference = causal_reference(model) if args.ablate_mode == "mean" else None
+        with ablate(model, heads, args.ablate_mode, reference=reference):
             return _marked(run_causal(ids, step=args.step, causal=args.causal is not False), heads, args.ablate_mode)
     except (CausalUnavailable, OSError) as err:
         raise ExportError(_("causal model export is unavailable: {reason}").format(reason=err)) from err
@@ -199,7 +202,12 @@ def _ablated_minilm(args: argparse.Namespace, sentences: list[str]) -> Trace:
         model, _ = load_minilm()
     except RuntimeError as err:
         raise ExportError(_("MiniLM export failed: {reason}").format(reason=err)) from None
-    with ablate(model, heads, args.ablate_mode, real):
+    reference = None
+    if args.ablate_mode == "mean":
+        from ..analysis.ablation_minilm import minilm_reference
+
+        reference = minilm_reference(model=model)
+    with ablate(model, heads, args.ablate_mode, real, reference):
         return _marked(run_minilm_trace(sentences, padding=args.padding, max_tokens=cap), heads, args.ablate_mode)
 
 
