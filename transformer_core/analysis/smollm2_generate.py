@@ -5,12 +5,13 @@ Every step runs the model on the new token(s) only, appending their keys and val
 the cached keys and values of earlier positions do not change under a causal mask, so they are computed once);
 ``use_cache=False`` reruns the whole sequence each step instead (the same numbers, slower; a test checks it).
 
-Sampling order, per step: temperature (``softmax(logits / T)``, :func:`~transformer_core.analysis.predictions.softmax_t`)
-→ top-k → top-p on the kept tokens' probabilities as that softmax gives them, most probable first
-(:func:`~transformer_core.analysis.predictions.kept`) → renormalise → draw from a ``torch.Generator`` seeded with
-``seed`` (:func:`~transformer_core.analysis.predictions.sampling_probs`). Hugging Face's ``generate`` also applies
-temperature, then top-k, then top-p, but renormalises after top-k before the top-p sum, so with both set its
-nucleus can be a little smaller.
+Sampling order, per step, Hugging Face's (the default of :mod:`~transformer_core.analysis.predictions`, issue 35):
+temperature (``softmax(logits / T)``, :func:`~transformer_core.analysis.predictions.softmax_t`) → top-k →
+renormalise the k kept → top-p on those, most probable first → renormalise → draw from a ``torch.Generator`` seeded
+with ``seed`` (:func:`~transformer_core.analysis.predictions.sampling_probs`), as ``generate`` applies
+``TemperatureLogitsWarper`` → ``TopKLogitsWarper`` → ``TopPLogitsWarper``. ``order="both"`` keeps the earlier rule
+(the tokens both filters keep, each on the original probabilities; :data:`~transformer_core.analysis.predictions.
+FILTER_ORDERS`).
 
 Shape legend: pos, vocab (49,152).
 """
@@ -23,18 +24,19 @@ from ..models.minilm import whole_number
 from ..models.smollm2 import encode, load_smollm2
 from ..models.smollm2_trace import encode_labels
 from ..nn.gqa import KVCache
-from .predictions import check_temperature, sampling_probs, softmax_t
+from .predictions import check_temperature, kept, sampling_probs, softmax_t
 
 TOP = 5
 
 
 def generate(prompt: str | list[int], n_new: int = 20, *, greedy: bool = True, temperature: float = 1.0,
              k: int | None = None, p: float | None = None, seed: int = 0, use_cache: bool = True,
-             stop_at_eos: bool = True, model=None) -> dict:
+             stop_at_eos: bool = True, model=None, order: str = "hf") -> dict:
     """Continue ``prompt`` (text, or token ids) by up to ``n_new`` tokens.
 
     ``greedy=True`` takes the most probable token (T, k, p are ignored); otherwise draws as the module docstring
-    says. Stops early after ``<|im_end|>`` (the model's EOS) when ``stop_at_eos``.
+    says (top-k and top-p combined in ``order``). Stops early after ``<|im_end|>`` (the model's EOS) when
+    ``stop_at_eos``.
 
     Returns ``{"ids": prompt + new ids, "n_prompt", "new_ids", "text" (the new tokens decoded), "labels" (readable
     labels of the new tokens), "steps": one dict per new token ``{"id", "label", "prob" (its probability at T = 1),
@@ -48,6 +50,7 @@ def generate(prompt: str | list[int], n_new: int = 20, *, greedy: bool = True, t
     n_new = whole_number(n_new, "n_new", 0, 4096)
     if not greedy:
         check_temperature(temperature)
+        kept(np.ones(1), k, p, order)  # checks k, p and order before any forward pass
     if model is None:
         model, tokenizer = load_smollm2()
     else:
@@ -57,12 +60,12 @@ def generate(prompt: str | list[int], n_new: int = 20, *, greedy: bool = True, t
         raise ValueError("no tokens: type a prompt")
     n_prompt = len(ids)
     eos = getattr(model, "eos_id", None) if stop_at_eos else None
-    steps = _run(model, ids, n_new, greedy, temperature, k, p, seed, use_cache, eos)
+    steps = _run(model, ids, n_new, greedy, temperature, k, p, seed, use_cache, eos, order)
     return _with_labels(ids, n_prompt, steps, tokenizer or load_smollm2()[1])
 
 
 def _run(model, ids: list[int], n_new: int, greedy: bool, temperature: float, k: int | None, p: float | None,
-         seed: int, use_cache: bool, eos: int | None) -> list[dict]:
+         seed: int, use_cache: bool, eos: int | None, order: str = "hf") -> list[dict]:
     """The generation loop: appends to ``ids`` in place; one ``{"id", "prob", "chosen_prob", "top": [(id, prob)]}``
     per new token."""
     generator = torch.Generator().manual_seed(int(seed))
@@ -77,7 +80,7 @@ def _run(model, ids: list[int], n_new: int, greedy: bool, temperature: float, k:
             if greedy:
                 token, chosen = int(torch.argmax(logits)), 1.0
             else:
-                dist = sampling_probs(softmax_t(logits, temperature), k, p)
+                dist = sampling_probs(softmax_t(logits, temperature), k, p, order)
                 token = int(torch.multinomial(torch.from_numpy(dist), 1, generator=generator))
                 chosen = float(dist[token])
             best = probs.topk(TOP)
