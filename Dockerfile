@@ -15,6 +15,12 @@ COPY . .
 # The package itself, editable as in the README's `pip install -r requirements.txt -e .` (its dependencies are
 # in already): `attention-export` and `python -m transformer_core.cli` work from any folder in the container.
 RUN pip install --no-deps -e .
+# Run as a user without rights (uid 10001, as deploy/k8s's runAsUser); the static volume's folder is theirs, so
+# compose's `static` job can write the precompressed files. HOME in /tmp: Streamlit and fontconfig write caches there.
+RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin app \
+    && mkdir -p /srv/streamlit-static && chown 10001:10001 /srv/streamlit-static
+ENV HOME=/tmp
+USER 10001
 EXPOSE 8501
 HEALTHCHECK CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health')"
 CMD ["streamlit", "run", "app.py", "--server.port=8501", "--server.address=0.0.0.0"]

@@ -428,8 +428,6 @@ def test_memory_limit_has_room_for_the_smollm2_target():
     assert limit >= 1.5e9 + 0.25e9
 
 
-@pytest.mark.xfail(strict=True, reason="deploy/compose.yaml still limits a replica to 1536m; with the SmolLM2 "
-                   "page both need 2 GiB: set compose's `memory: 2048m` and delete this xfail marker")
 def test_memory_limit_agrees_with_compose():
     limit = k8s_bytes(app_container(rendered("base"))["resources"]["limits"]["memory"])
     assert limit == binary_bytes(_compose_app()["deploy"]["resources"]["limits"]["memory"])
@@ -474,3 +472,14 @@ def test_static_nginx_config_passes_nginx_t(tmp_path):
                     f"access_log off;\n{conf}\n}}\n")
     out = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(main)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_image_runs_as_the_user_the_pods_ask_for():
+    """The Dockerfile's USER is the pods' runAsUser: a pod with runAsNonRoot refuses an image whose user is root only
+    when it names none, so the two must agree for compose (no securityContext) to run without rights too."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    users = re.findall(r"(?m)^USER (\S+)", dockerfile)
+    assert users, "the Dockerfile sets no USER: the container runs as root"
+    run_as = find(rendered("base"), "Deployment")["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+    assert users[-1] == str(run_as), (users, run_as)
+    assert "chown 10001:10001 /srv/streamlit-static" in dockerfile  # compose's static job writes there
