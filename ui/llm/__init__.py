@@ -1,0 +1,1 @@
+"""The SmolLM2-135M page's compute and sections (issue 32)."""

@@ -1,0 +1,126 @@
+"""The heads behind an answer, on SmolLM2 (issue 32): the indirect-object sentence (Wang et al. 2022), any heads
+ablated (zero, or the mean over a named reference set of prompts), p(" Mary"), p(" John") and the top-5 before and
+after; "Rank the heads" ablates each of the 270 alone with a progress bar; where the top heads' last position attends.
+
+URL: ``ablate=L9H3,…`` and ``ablate_mode=zero|mean`` (:mod:`ui.parts.ablation_controls`' binding of the heads).
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from transformer_core.analysis.ablation import format_heads, parse_heads
+from transformer_core.figures.smollm2 import attend_figure, rank_figure
+from transformer_core.figures.stage import chart_config
+from transformer_core.records.serialize import csv_file
+
+from ..parts.ablation_controls import _names, bind_heads
+from ..parts.numbers import number
+from ..shell.i18n import N_, _
+from ..shell.markdown import plain
+from ..shell.url import bind_url
+from . import compute
+
+MODES = {"zero": N_("zero (context = 0)"), "mean": N_("mean over the reference set")}
+TOP_ATTEND = 6  # heads drawn in "where the top heads attend"
+
+
+def _controls() -> tuple[tuple, str]:
+    bind_heads("llm_ablate", compute.N_LAYERS, compute.N_HEADS)
+    bind_url("llm_ablate_mode", "ablate_mode", tuple(MODES), "zero")
+    c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
+    picked = c1.multiselect(_("Heads to ablate"), _names(compute.N_LAYERS, compute.N_HEADS), key="llm_ablate",
+                            placeholder=_("pick heads, e.g. L9H3"), help=_("Layer L, head H. In the URL: ablate=L9H3,L12H0"))
+    names = {m: _(label) for m, label in MODES.items()}
+    mode = c2.radio(_("Ablation"), tuple(MODES), key="llm_ablate_mode", format_func=names.get)
+    return parse_heads(",".join(picked), compute.N_LAYERS, compute.N_HEADS), mode
+
+
+def _reference(mode: str) -> str:
+    from transformer_core.analysis.ablation_smollm2 import REFERENCE_SETS
+
+    name = "ioi"
+    if mode == "mean":
+        with st.expander(_("Reference set “{name}”: {n} prompts of the same shape").format(
+                name=name, n=len(REFERENCE_SETS[name])), icon=":material/dataset:"):
+            st.caption(_("A head's mean context over every position of these prompts replaces its context (Wang et al. "
+                         "2022 ablate with a mean over IOI prompts)."))
+            st.markdown("\n".join(f"- {plain(p)}" for p in REFERENCE_SETS[name]))
+    return name
+
+
+def section() -> None:
+    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, TARGETS
+
+    st.subheader(_("The heads behind an answer"))
+    st.caption(_("The indirect-object sentence of interpretability research (Wang et al. 2022): “{prompt}” → SmolLM2 "
+                 "should say “Mary”, the name not repeated. Ablate heads — their context set to 0, or to its mean over "
+                 "a reference set of prompts — and see what the next word becomes. The model is never changed: the "
+                 "ablation is private to this run.").format(prompt=IOI_PROMPT))
+    heads, mode = _controls()
+    reference = _reference(mode)
+    out = compute.effect(heads, mode, reference)
+    intact, ablated = out["intact"], out["ablated"]
+    mary, john = TARGETS
+    if heads:
+        st.markdown(_("**Ablating {heads}** ({mode}): p(“Mary”) **{m0}** → **{m1}**, p(“John”) **{j0}** → **{j1}**.")
+                    .format(heads=format_heads(heads, ", "), mode=_(MODES[mode]),
+                            m0=number(intact["targets"][mary], ".3f"), m1=number(ablated["targets"][mary], ".3f"),
+                            j0=number(intact["targets"][john], ".3f"), j1=number(ablated["targets"][john], ".3f")))
+    else:
+        st.markdown(_("Intact: p(“Mary”) = **{m0}**, p(“John”) = **{j0}**. Pick heads above to ablate them.").format(
+            m0=number(intact["targets"][mary], ".3f"), j0=number(intact["targets"][john], ".3f")))
+    rows = [{N_("rank"): r + 1, N_("intact"): f"{a[0]}  {number(a[2], '.3f')}",
+             N_("ablated"): f"{b[0]}  {number(b[2], '.3f')}"} for r, (a, b) in enumerate(zip(intact["top"],
+                                                                                             ablated["top"]))]
+    st.dataframe(pd.DataFrame(rows).rename(columns=lambda c: _(c)), hide_index=True, key="llm_ablate_top")
+    data = {"prompt": IOI_PROMPT, "ablate": format_heads(heads), "mode": mode, "reference": reference,
+            "intact": intact, "ablated": ablated}
+    st.download_button("⬇ " + _("Effect as JSON"), json.dumps(data, ensure_ascii=False, indent=1),
+                       file_name=f"smollm2_ablation_{format_heads(heads) or 'none'}.json", mime="application/json",
+                       key="llm_ablate_json", on_click="ignore")
+    _rank(mode, reference)
+
+
+def _rank(mode: str, reference: str) -> None:
+    ss = st.session_state
+    key = (mode, reference)
+    if st.button(_("Rank the heads: ablate each of the 270 alone"), key="llm_rank_button", icon=":material/sort:"):
+        bar = st.progress(0.0, text=_("Ablating the heads of layer 0 …"))
+        passes = _("{done} of {total} layers done (one batched pass per layer's 9 heads)")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / total, text=passes.format(done=done, total=total))
+
+        ss["llm_rank"] = (key, compute.ranked(mode, reference, progress=progress))
+        bar.empty()
+    if ss.get("llm_rank", (None,))[0] != key:
+        st.caption(_("**Rank the heads** ablates each head alone (30 batched passes, a few seconds) and sorts them by "
+                     "how much p(“Mary”) falls."))
+        return
+    result = ss["llm_rank"][1]
+    fmt = ss.get("shared_image_format", "png")
+    effect = result["effect"]  # [layer, head]
+    st.plotly_chart(rank_figure(effect, "Mary"), key="llm_rank_chart", config=chart_config(f"smollm2_rank_{mode}", fmt))
+    order = effect.ravel().argsort()[::-1][:TOP_ATTEND]
+    top = [divmod(int(i), compute.N_HEADS) for i in order]
+    last = compute.ioi_last_rows()
+    rows = [last["rows"][lay, h] for lay, h in top]
+    names = [f"L{lay}H{h}" for lay, h in top]
+    tokens = last["tokens"]
+    mary_pos = [i for i, t in enumerate(tokens) if t == "␣Mary"]
+    share = [float(last["rows"][lay, h, mary_pos].sum()) for lay, h in top]
+    st.plotly_chart(attend_figure(rows, names, tokens), key="llm_attend_chart",
+                    config=chart_config(f"smollm2_attend_{mode}", fmt))
+    st.caption(_("The last token “to” of the {n} heads that matter most: weight on “Mary” {shares}. A head that "
+                 "copies the answer looks at “Mary”; others look at “John” (to suppress it) or at the first token "
+                 "(the sink).").format(n=len(top), shares=", ".join(f"{n} {number(s, '.2f')}"
+                                                                     for n, s in zip(names, share))))
+    table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "p_mary_ablated": float(result["probs"][lay, h, 0]),
+                           "p_john_ablated": float(result["probs"][lay, h, 1]), "effect": float(effect[lay, h])}
+                          for lay in range(effect.shape[0]) for h in range(effect.shape[1])])
+    table = table.sort_values("effect", ascending=False, kind="stable")
+    st.download_button("⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
+                       file_name=f"smollm2_rank_{mode}.csv", mime="text/csv", key="llm_rank_csv", on_click="ignore")

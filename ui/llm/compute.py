@@ -1,0 +1,134 @@
+"""Cached compute of the SmolLM2 page: (prompt, choices) in, small summaries and one layer's trace out.
+
+SmolLM2 is loaded once per process (:func:`~transformer_core.models.smollm2.load_smollm2`) and shared read-only;
+:func:`~transformer_core.nn.hooks.capture` and :func:`~transformer_core.nn.hooks.intervene` are private to each
+thread. :func:`~ui.shell.cache.memo` keys by value (byte-bounded, expiring; the budgets of the MiniLM page, which
+these sit beside: a summary is ~0.6 MB at 128 tokens, a layer ~3 MB). A missing model raises
+:class:`~transformer_core.models.gguf_weights.SmolLM2Unavailable`, which is not cached (a later run retries).
+
+Shape legend: layer (30), head (9), pos, vocab (49,152).
+"""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer_core.records.trace import Trace
+
+from ..shell.cache import memo
+from ..shell.i18n import _
+
+MAX_LLM_TOKENS = 128  # the page's limit (memory: every stage of one layer at 128 tokens is ~3 MB)
+SHOWN_STAGES = ("q", "k", "v", "k_kv", "v_kv", "scores", "masked_scores", "weights", "context")
+N_LAYERS, N_HEADS, N_KV = 30, 9, 3
+EXAMPLES = {  # the prompt box's default, by the page's language
+    "en": "When Mary and John went to the store, John gave a drink to",
+    "zh": "小明和小红去了商店，小明把一杯水递给了",
+}
+
+
+def model():
+    """``(model, tokenizer)``; raises SmolLM2Unavailable (read through the module, so a test can replace it)."""
+    from transformer_core.models import smollm2
+
+    return smollm2.load_smollm2()
+
+
+@memo("minilm_summary")
+def summary(prompt: str) -> dict:
+    """What the page shows of every layer of ``prompt`` (cut to :data:`MAX_LLM_TOKENS` tokens): one run that keeps
+    the weights only long enough to reduce them.
+
+    ``{"trace": Trace with tokens and mask (no stages), "n_total": tokens before the cut, "ids", "stats": head
+    statistics DataFrame (270 rows, with sink_share), "grids": {"sink_share", "max_weight", "entropy": [layer,
+    head]}, "logits": float64 [vocab] after the last token, "top": [pos] top-5 lists at T = 1}``.
+
+    Raises:
+        SmolLM2Unavailable: the model is not installed. ValueError: no token.
+    """
+    from transformer_core.analysis.ablation_smollm2 import head_stats_smollm2
+    from transformer_core.models.smollm2 import encode
+    from transformer_core.models.smollm2_trace import run_smollm2
+    from transformer_core.text.tokenize import normalize_text
+
+    net, tokenizer = model()
+    n_total = len(encode(normalize_text(prompt), tokenizer)[0])
+    with st.spinner(_("Running SmolLM2-135M …")):
+        trace, prediction = run_smollm2(prompt, max_tokens=MAX_LLM_TOKENS,
+                                        only=lambda n: n.endswith(".attention.weights") or n == "final_norm")
+    last = trace.stages["final_norm"][0, -1].astype(np.float64)  # [d_model]: the last position, normalised
+    logits = last @ net.embed.weight.detach().numpy().astype(np.float64).T  # [vocab]: tied unembedding
+    stats = head_stats_smollm2(trace)
+    grids = {name: stats[name].to_numpy().reshape(N_LAYERS, N_HEADS) for name in ("sink_share", "max_weight",
+                                                                                    "entropy")}
+    return {"trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
+                           stages={}, settings=trace.settings),
+            "n_total": n_total, "ids": tuple(trace.settings["ids"]), "stats": stats, "grids": grids,
+            "logits": logits, "top": prediction["top"], "probs_last": prediction["probs"][-1].astype(np.float64)}
+
+
+@memo("minilm_layer")
+def layer_trace(prompt: str, layer: int) -> Trace:
+    """SmolLM2's trace of ``prompt`` holding the stages the head view draws, of one ``layer`` only."""
+    from transformer_core.models.smollm2_trace import run_smollm2
+
+    model()
+    prefix = f"layers.{layer}.attention."
+    with st.spinner(_("Running SmolLM2-135M …")):
+        trace, _prediction = run_smollm2(prompt, max_tokens=MAX_LLM_TOKENS,
+                                         only=lambda n: n.startswith(prefix) and n[len(prefix):] in SHOWN_STAGES)
+    return trace
+
+
+@memo("minilm_summary")
+def generation(prompt: str, n_new: int, greedy: bool, temperature: float, k: int | None, p: float | None,
+               seed: int) -> dict:
+    """:func:`~transformer_core.analysis.smollm2_generate.generate` with the KV cache (the prompt cut to
+    :data:`MAX_LLM_TOKENS` tokens)."""
+    from transformer_core.analysis.smollm2_generate import generate
+    from transformer_core.models.smollm2 import encode
+    from transformer_core.text.tokenize import normalize_text
+
+    _net, tokenizer = model()
+    ids = encode(normalize_text(prompt), tokenizer)[0][:MAX_LLM_TOKENS]
+    with st.spinner(_("Generating …")):
+        return generate(ids, n_new, greedy=greedy, temperature=temperature, k=k, p=p, seed=seed, use_cache=True)
+
+
+@memo("minilm_summary")
+def effect(heads: tuple, mode: str, reference: str) -> dict:
+    """:func:`~transformer_core.analysis.ablation_smollm2.ablation_effect` on the IOI prompt."""
+    from transformer_core.analysis.ablation_smollm2 import ablation_effect
+
+    model()
+    return ablation_effect(heads=heads, mode=mode, reference=reference)
+
+
+@memo("minilm_summary", key=lambda mode, reference, progress=None: (mode, reference))
+def ranked(mode: str, reference: str, progress=None) -> dict:
+    """:func:`~transformer_core.analysis.ablation_smollm2.rank_heads` on the IOI prompt (30 batched passes)."""
+    from transformer_core.analysis.ablation_smollm2 import rank_heads
+
+    model()
+    return rank_heads(mode=mode, reference=reference, progress=progress)
+
+
+@memo("minilm_summary")
+def ioi_last_rows() -> dict:
+    """The IOI prompt's readable tokens and the last position's attention weights in every head:
+    ``{"tokens", "rows": [layer, head, key_pos]}``."""
+    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT
+    from transformer_core.models.smollm2_trace import run_smollm2
+
+    model()
+    trace, _prediction = run_smollm2(IOI_PROMPT, only=lambda n: n.endswith(".attention.weights"))
+    rows = np.stack([trace.stage("weights", layer)[0, :, -1, :] for layer in range(trace.n_layers)])
+    return {"tokens": list(trace.tokens[0]), "rows": rows.astype(np.float32)}
+
+
+def token_label(tokenizer_id: int) -> str:
+    """A readable label of one vocabulary id (``␣Mary``)."""
+    from transformer_core.models.smollm2_trace import encode_labels
+
+    _net, tokenizer = model()
+    return encode_labels([tokenizer.id_to_token(int(tokenizer_id))])[0]

@@ -1,0 +1,123 @@
+"""Every head of SmolLM2 at a glance (30 layers × 9 heads, one colour each), the open head stage by stage with the
+explain panel and its key/value group, and the per-head statistics with the attention-sink share.
+
+The grid and the head view are one fragment (:mod:`ui.shell.fragments`): a tile, stage, layer, head or cell click
+reruns only them. Bodies live here, not in the page script (a page function would keep the run alive,
+tests/test_callbacks_hold_no_run.py). URL: ``color=``, and the head view's ``layer, head, stage, scale, all, q, k``.
+"""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+import streamlit as st
+
+from transformer_core.figures.smollm2 import head_grid_figure
+from transformer_core.figures.stage import chart_config, figure_filename
+from transformer_core.records.trace import Trace
+
+from ..parts import head_view, trace_tables
+from ..parts.numbers import number
+from ..shell import callbacks, fragments
+from ..shell.i18n import N_, _
+from ..shell.url import bind_url
+from . import compute
+
+COLORS = {"sink_share": N_("share to the first token (sink)"), "max_weight": N_("largest weight"),
+          "entropy": N_("entropy (nats)")}
+OPEN_HEAD = {"layer_key": "llm_layer", "head_key": "llm_head", "n_heads": compute.N_HEADS}
+
+
+def color_control() -> str:
+    """Which number colours the grid (``?color=``)."""
+    bind_url("llm_color", "color", tuple(COLORS), "sink_share")
+    names = {c: _(label) for c, label in COLORS.items()}
+    return st.segmented_control(_("Colour each head by"), tuple(COLORS), key="llm_color", required=True,
+                                format_func=names.get)
+
+
+def grid_and_head(prompt: str, trace: Trace, grids: dict, color: str) -> None:
+    """The fragment: the 30 × 9 grid (a click opens a head), then the open head's view and its KV group."""
+    ss = st.session_state
+    bind_url("llm_layer", "layer", range(compute.N_LAYERS), 0)
+    bind_url("llm_head", "head", range(compute.N_HEADS), 0)
+    layer, head = int(ss.get("llm_layer", 0)), int(ss.get("llm_head", 0))
+    n = len(trace.tokens[0])
+    zmax = math.log(n) if color == "entropy" else 1.0
+    fig = head_grid_figure(grids[color], value_name=_(COLORS[color]), zmax=max(zmax, 1e-6), highlight=(layer, head),
+                           fmt=".1%" if color == "sink_share" else ".2f")
+    fmt = ss.get("shared_image_format", "png")
+    st.plotly_chart(fig, key="llm_grid", selection_mode="points", on_select=partial(
+        callbacks.open_tile, "llm_grid", "llm_layer", "llm_head", compute.N_HEADS, compute.N_LAYERS),
+        config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt))
+    st.subheader(_("One head, stage by stage"))
+    stage, _batch, layer, head, scale, all_large = head_view.controls(compute.N_HEADS, "llm_",
+                                                                      n_layers=compute.N_LAYERS)
+    layer_trace = compute.layer_trace(prompt, layer)
+    kv_note(layer_trace, layer, head)
+    head_view.show(layer_trace, batch=0, layer=layer, stage=stage, head=head, fixed=scale, all_large=all_large,
+                   key_prefix="llm_", title_prefix=_("layer {layer} · ").format(layer=layer))
+    c1, c2 = st.columns([1, 2])
+    with c1:
+        trace_tables.stage_csv(layer_trace, stage, batch=0, layer=layer, key_prefix="llm_")
+    with c2:
+        trace_tables.trace_downloads(layer_trace, batch=0, stages=head_view.STAGES, layer=layer, key_prefix="llm_")
+
+
+def kv_note(trace: Trace, layer: int, head: int) -> None:
+    """Which key/value head the open query head reads, its two sibling query heads, and that their K and V are the
+    same numbers (the largest difference, from the captured tensors)."""
+    group = compute.N_HEADS // compute.N_KV
+    kv = head // group
+    siblings = [h for h in range(kv * group, (kv + 1) * group)]
+    k = trace.stage("k", layer)[0]  # [head, pos, d_head]
+    v = trace.stage("v", layer)[0]
+    k_kv, v_kv = trace.stage("k_kv", layer)[0], trace.stage("v_kv", layer)[0]  # [kv_head, pos, d_head]
+    diff = max(float(np.abs(k[h] - k_kv[kv]).max()) for h in siblings)
+    diff = max(diff, *(float(np.abs(v[h] - v_kv[kv]).max()) for h in siblings))
+    other = float(np.abs(k_kv[kv] - k_kv[(kv + 1) % compute.N_KV]).max())
+    st.info(_("**Grouped-query attention:** query head {head} uses key/value head {kv} = {head} // {group}. Query heads "
+              "{heads} share it: their K and V are the same numbers (largest difference {diff}), while another group's "
+              "keys differ by up to {other}. 9 query heads, 3 key/value heads: the KV cache holds a third of the "
+              "keys and values.").format(head=head, kv=kv, group=group, heads=", ".join(map(str, siblings)),
+                                         diff=number(diff, "g"), other=number(other, ".2f")),
+            icon=":material/join:")
+
+
+def stats_table(stats, n_tokens: int) -> None:
+    """Per-head statistics with the sink share; a selected row opens that head."""
+    st.subheader(_("Per-head statistics"))
+    st.caption(_("**Share to the first token** (the attention sink, BertViz #131): the mean weight that queries 1 … n−1 "
+                 "give token 0. Many heads of trained models park attention there when they have nothing to read: "
+                 "softmax must give the row 1 in total, and the first token, seen by every query, takes the rest. "
+                 "Entropy runs from 0 to ln {n} = {max}. Select a row to open that head above ↑.").format(
+        n=n_tokens, max=number(math.log(max(n_tokens, 1)), ".2f")))
+    shown = stats.copy()
+    shown["sink_share"] = shown["sink_share"] * 100
+    st.dataframe(shown, key="llm_stats", on_select=partial(callbacks.open_row, "llm_stats", **OPEN_HEAD),
+                 selection_mode="single-row", hide_index=True, height=300, column_config={
+                     "layer": st.column_config.NumberColumn(_("layer"), width=52),
+                     "head": st.column_config.NumberColumn(_("head"), width=52),
+                     "kv_head": st.column_config.NumberColumn(_("KV head"), width=64),
+                     "entropy": st.column_config.NumberColumn(_("entropy (nats)"), format="%.2f"),
+                     "mean_distance": st.column_config.NumberColumn(_("mean distance"), format="%.2f"),
+                     "max_weight": st.column_config.ProgressColumn(_("max weight"), format="%.2f", min_value=0.0,
+                                                                   max_value=1.0),
+                     "sink_share": st.column_config.ProgressColumn(_("to the first token"), format="%.1f%%",
+                                                                   min_value=0.0, max_value=100.0)})
+    from transformer_core.records.serialize import csv_file
+
+    st.download_button("⬇ " + _("Statistics as CSV"), csv_file(stats.to_csv(index=False)), mime="text/csv",
+                       file_name="smollm2_head_stats.csv", key="llm_stats_csv", on_click="ignore")
+
+
+def section(prompt: str, summary: dict) -> None:
+    """The grid's caption and colour choice (outside the fragment), then the fragment."""
+    trace = summary["trace"]
+    st.subheader(_("Every head at a glance"))
+    st.markdown(_("**All {layers} layers × {heads} heads**, one colour per head. **Click a head** to open it below. "
+                  "The white lines part the three key/value groups.").format(layers=compute.N_LAYERS,
+                                                                             heads=compute.N_HEADS))
+    color = color_control()
+    fragments.part("llm", grid_and_head, prompt, trace, summary["grids"], color)
