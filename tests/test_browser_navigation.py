@@ -18,8 +18,9 @@ if _missing:
     print(f"SKIPPING browser navigation tests: {_missing}")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
 
-TITLES = ("Explorer", "Trained model (MiniLM)", "Trained causal model", "Masks lab", "Multi-head pipeline")
-FILE_NAMES = {"app", "explorer", "minilm", "causal", "masks lab", "masks_lab", "pipeline"}
+TITLES = ("Explorer", "Trained model (MiniLM)", "Trained causal model", "Masks lab", "Multi-head pipeline",
+          "Attention since 2017")
+FILE_NAMES = {"app", "explorer", "minilm", "causal", "masks lab", "masks_lab", "pipeline", "modern"}
 PAGES = {  # path → (h1 starts with, menu entry marked current)
     "/": ("Attention Explorer", "Explorer"),
     "/explorer": ("Attention Explorer", "Explorer"),
@@ -27,6 +28,7 @@ PAGES = {  # path → (h1 starts with, menu entry marked current)
     "/causal": ("Trained causal model", "Trained causal model"),
     "/masks_lab": ("Masks lab", "Masks lab"),
     "/pipeline": ("Multi-head pipeline", "Multi-head pipeline"),
+    "/modern": ("Attention since 2017", "Attention since 2017"),
 }
 QUERY = "causal=1&n_heads=4"  # shared sidebar settings: every page reads them
 

@@ -30,6 +30,7 @@ PAGES = {
                                        "Dropout"]),
     "pages/pipeline.py": ("step", ["Projections", "Split heads", "Attention", "Concat and W_O", "Feed-forward",
                                    "A vs B"]),
+    "pages/modern.py": ("modern_section", ["Positions", "Shared KV heads", "KV cache", "Long inputs", "Online softmax"]),
 }
 
 

@@ -20,6 +20,8 @@ PAGES = {
     "pages/causal.py": ("seq", "period", "seq_seed", "checkpoint", "causal_mask", "stage", "head", "layer", "q", "k"),
     "pages/masks_lab.py": SHARED + ("section", "mask", "row", "new", "train", "p", "draw"),
     "pages/pipeline.py": SHARED + ("step", "pos", "a_heads", "a_causal", "b_heads", "b_causal"),
+    "pages/modern.py": SHARED + ("section", "alibi_head", "query", "key", "n_kv", "model", "step", "window", "sinks",
+                                 "n", "bq", "bk", "mask", "tile"),
 }
 ODD = ["", " ", "0", "1", "-1", "2", "5 5 5 5", "5", "1 ² 3", "١٢", "５", "9" * 5000, "1e400", "nan", "inf", "-inf",
        "NaN", "Infinity", "2147483648", "0x10", "1.5", "weights", "fixed", "Padding", "Concat", "中文", "\x00", "⁵"]
@@ -69,6 +71,7 @@ def test_random_url_parameters_never_break_a_page(page):
     ("pages/minilm.py", {"layer": "５", "q": "nan", "k": "inf"}),
     ("pages/masks_lab.py", {"p": "nan", "row": "9" * 5000, "section": "Two conventions"}),
     ("pages/pipeline.py", {"pos": "-1", "a_heads": "0", "b_heads": "Infinity"}),
+    ("pages/modern.py", {"section": "Online softmax", "n": "1e400", "bq": "0", "tile": "-1", "mask": "中文"}),
 ])
 def test_chosen_hostile_links(page, query):
     check(page, query)
