@@ -25,3 +25,7 @@ i18n.setup_package()  # figures and texts built in transformer_core speak the se
 
 st.session_state["_settings"] = controls.sidebar(page.url_path)  # controls that do nothing on the page: disabled
 page.run()
+
+from ui.shell import url  # noqa: E402
+
+url.settle_moved_run()  # a moved session's first run: rerun if a resent widget differs from the URL's value

@@ -85,8 +85,8 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
     if heads:
         first = heads[0][0]
         later = list(range(first, n_layers))
-        bind_url("minilm_ablate_layer", "ablate_layer", later, min(first + 1, n_layers - 1))
-        out = _effects(sentences, padding, heads, mode, batch, st.session_state["minilm_ablate_layer"], reference)
+        compared = bind_url("minilm_ablate_layer", "ablate_layer", later, min(first + 1, n_layers - 1))
+        out = _effects(sentences, padding, heads, mode, batch, compared, reference)
         text = format_heads(heads)
         cos = float(out["cosine"][batch])
         st.markdown(_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "

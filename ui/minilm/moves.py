@@ -163,8 +163,7 @@ def layer_trace(sentences: tuple[str, ...], padding: bool, layer: int, stage: st
 
 def overview(fig, trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, hide: bool, color: str):
     """The page's overview figure, redrawn with ‖α f(x)‖ when the stage is ``norms``, faded by ``color``."""
-    bind_url(f"{PREFIX}stage", "stage", MINILM_STAGES, "weights")
-    if st.session_state.get(f"{PREFIX}stage") == "norms":
+    if bind_url(f"{PREFIX}stage", "stage", MINILM_STAGES, "weights") == "norms":
         tiles, top = norm_tiles(sentences, padding, batch, hide)
         meta = fig.layout.meta
         fig = overview_figure(trace, batch, height=fig.layout.height, n_layers=meta["n_layers"],
@@ -265,13 +264,12 @@ def pair_search(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: 
     tokens = trace.tokens[batch]
     n = len(tokens)
     key = f"{PREFIX}pair"
-    bind_url(key, "pair", PairOptions(n), None, to_text=pair_text)
+    pair = bind_url(key, "pair", PairOptions(n), None, to_text=pair_text)
     cell = (ss.get(f"{PREFIX}q"), ss.get(f"{PREFIX}k"))
     if ss.get("_minilm_cell_seen", cell) != cell and cell in PairOptions(n):  # a cell was clicked or picked
-        ss[key] = cell
+        ss[key] = pair = cell
         st.query_params["pair"] = pair_text(cell)
     ss["_minilm_cell_seen"] = cell
-    pair = ss[key]
     if pair is not None:
         ss[f"{PREFIX}pair_q"], ss[f"{PREFIX}pair_k"] = pair
     st.subheader(_("One token pair across all 72 heads"))

@@ -11,7 +11,7 @@ from ..shell.callbacks import clicked_tile
 from ..shell.failover import moved_this_run
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
-from ..shell.url import bind_url
+from ..shell.url import bind_url, sent_by_browser
 
 
 MODE_LABELS = {"zero": N_("zero (context = 0, as head_mask did)"),
@@ -35,7 +35,7 @@ def bind_heads(key: str, n_layers: int, n_heads: int, default: tuple[str, ...] =
     """``bind_url`` for a list of heads: seed ``st.session_state[key]`` (names ``L3H7``) from
     ``?ablate=L3H7,L4H2`` while the widget has no state, note and drop a bad list, write the URL back."""
     ss = st.session_state
-    if moved_this_run() and key not in ss:
+    if moved_this_run() and key not in ss and sent_by_browser(key):  # the browser's value counts (ui/shell/url.py)
         return
     raw = st.query_params.get("ablate")
     if key not in ss:

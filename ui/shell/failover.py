@@ -39,6 +39,8 @@ def notice_if_moved() -> None:
     phase = ss.get("_failover")
     if phase == "moved":
         ss["_failover"] = "settled"
+        if ss.pop("_moved_rerun", False):  # the first run was redrawn at once (ui.shell.url.settle_moved_run)
+            st.info(_(MESSAGE), icon=":material/sync_problem:")
     if phase is not None:
         return
     moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))

@@ -10,8 +10,29 @@ from .i18n import _, resend_label
 from .markdown import plain
 
 
+def sent_by_browser(key: str) -> bool:
+    """Whether the browser sent a value for the widget with ``key`` in this run's widget states.
+
+    Only needed on a moved session's first run (ui/shell/failover.py), before the widget is drawn: the
+    session is new, so the state is held under the widget's id (``$$ID-<hash>-<key>``, Streamlit's
+    ``_compute_element_id``) and cannot be read by key until the widget is registered."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    try:
+        states = ctx.session_state._state._new_widget_state.states
+    except AttributeError:  # another Streamlit's internals: assume it was sent (the widget's own value counts)
+        return True
+    return any(str(wid).endswith(f"-{key}") for wid in states)
+
+
+def _from_url(url: str, options: Sequence, default, to_text: Callable):
+    raw = st.query_params.get(url)
+    return next((o for o in options if to_text(o) == str(raw)), default)
+
+
 def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable = str,
-             labels: Sequence[str] | None = None) -> None:
+             labels: Sequence[str] | None = None):
     """Seed the widget state ``st.session_state[key]`` from ``?url=…`` and keep the URL in step.
 
     Call just before creating the widget with ``key``. The URL is read only while the widget has
@@ -19,16 +40,24 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     ``options`` is taken; anything else falls back to ``default`` with a visible note. The value
     left in session state is then written back, so a copied URL reopens the same view.
 
+    Returns the value to use this run, before the widget is drawn: read it from the return value, not from
+    ``st.session_state[key]``, which a moved session's first run may not have yet (issue 33: KeyError
+    'minilm_pair'). On that run (ui/shell/failover.py) the URL fills in every widget the browser did not
+    resend; a widget it did resend keeps the browser's value (the click that caused the run), and
+    :func:`settle_moved_run` reruns the page if that value differs from the one returned here.
+
     ``labels``: the option texts the widget shows, when they depend on the learner's text (a
     sentence or token picker). When they differ from the last run's, the value is assigned again,
     so Streamlit sends it with the new label: a keyed selectbox whose options change under an
     unchanged value otherwise keeps showing the old label in the browser (STREAMLIT-NOTES).
     """
     ss = st.session_state
-    if moved_this_run() and key not in ss:  # the widget gets the browser's value (ui/shell/failover.py)
-        raw = st.query_params.get(url)
-        ss.setdefault("_moved_fallback", {})[key] = next((o for o in options if to_text(o) == str(raw)), default)
-        return
+    if moved_this_run() and key not in ss:  # a new session that already shows a page (ui/shell/failover.py)
+        found = _from_url(url, options, default, to_text)
+        if sent_by_browser(key):  # the widget gets the browser's value; sections read this one until it is drawn
+            ss.setdefault("_moved_fallback", {})[key] = found
+            return found
+        ss[key] = found  # not resent (e.g. a widget of a section drawn later): the URL's value, not the default
     resend_label(key)  # after a language switch the value is re-sent with its translated label (ui/shell/i18n.py)
     if labels is not None:
         seen, shown = f"_labels_{key}", hash(tuple(labels))
@@ -49,6 +78,20 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     value = ss.setdefault(key, default)
     if st.query_params.get(url) != to_text(value):
         st.query_params[url] = to_text(value)
+    return value
+
+
+def settle_moved_run() -> None:
+    """End of a moved session's first run: rerun if a resent widget's value differs from what
+    :func:`bind_url` returned for it (the sections above it used the URL's value, the widget shows the
+    click's). Call from the entrypoint after the page has run; the rerun reads session state as usual."""
+    ss = st.session_state
+    if not moved_this_run():
+        return
+    read = ss.pop("_moved_fallback", {})
+    if any(key in ss and ss[key] != value for key, value in read.items()):
+        ss["_moved_rerun"] = True  # the notice stays on the page (ui.shell.failover.notice_if_moved)
+        st.rerun()
 
 
 def fallback(key: str):
