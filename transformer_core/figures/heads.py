@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .stage import CELL_OUTLINE, DIVERGING, SEQUENTIAL, SIGNED_STAGES, label, short_label, tick_positions
+from .stage import DIVERGING, SCREEN_ONLY_LINE, SEQUENTIAL, SIGNED_STAGES, label, short_label, tick_positions
 from .overview import block_reduce, gutter_for, pool_for
 from ..records.trace import PATTERN_STAGES, Trace
 from ..text.i18n import N_, _
@@ -162,7 +162,7 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
         pad = g_c / 2  # half a gutter around the tile (the axis ranges below leave room for it at the edges)
         shapes.append(dict(type="rect", xref="x", yref="y", x0=c * (m_c + g_c) - 0.5 - pad,
                            x1=c * (m_c + g_c) + m_c - 0.5 + pad, y0=r * (m_r + g_r) - 0.5 - pad,
-                           y1=r * (m_r + g_r) + m_r - 0.5 + pad, line=dict(color=CELL_OUTLINE, width=2.5)))
+                           y1=r * (m_r + g_r) + m_r - 0.5 + pad, line=dict(color=SCREEN_ONLY_LINE, width=2.5)))  # on screen only
     axis_ticks = {}
     if labels:  # token labels on the left tiles and above the top row of tiles (every k-th beyond 64)
         rows_at = tick_positions(m_r) if step_r == 1 else []

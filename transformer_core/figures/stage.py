@@ -43,6 +43,12 @@ CELL_MARKERS_MAX = 32  # tokens up to which the focused heatmap carries a click 
 FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
 WIDE_TOKENS = 24  # above this, the app draws the focused heatmap across the whole column (wide_height)
 CELL_OUTLINE = "#ff2b2b"  # the chosen cell's frame (red: seen on Viridis and on RdBu)
+# Selection marks (the explained cell's frame, the focused tile's frame) are drawn in this colour, fully transparent:
+# the app's page style shows them (SCREEN_ONLY_CSS), while a saved image has no page style, so the camera's PNG/SVG
+# (plotly.js draws a copy of the figure into a file) and kaleido's exports come out clean (issue 34).
+SCREEN_ONLY_LINE = "rgba(255,43,43,0)"
+SCREEN_ONLY_CSS = ("<style>.js-plotly-plot .shapelayer path[style*='stroke: rgb(255, 43, 43)']"
+                   "{stroke-opacity: 1 !important;}</style>")
 # A system font, not the page's web font: the camera draws its PNG from an SVG image, which cannot use the page's
 # fonts, so with Streamlit's "Source Sans" the saved labels came out wider than laid out and ran into each other.
 FONT = "Arial, 'Liberation Sans', Helvetica, sans-serif"
@@ -262,9 +268,11 @@ def title_and_caption(fig: go.Figure, caption: str, lines: list[str], width_px: 
 
 
 def outline_cell(fig: go.Figure, query: int, key: int) -> go.Figure:
-    """Frame cell ``(query, key)`` of a heatmap built by :func:`heatmap` (positions are the axes' indices)."""
+    """Frame cell ``(query, key)`` of a heatmap built by :func:`heatmap` (positions are the axes' indices).
+
+    The frame is a selection mark, seen on screen only (:data:`SCREEN_ONLY_LINE`): saved images are clean."""
     fig.add_shape(type="rect", xref="x", yref="y", x0=key - 0.5, x1=key + 0.5, y0=query - 0.5, y1=query + 0.5,
-                  line=dict(color=CELL_OUTLINE, width=3), fillcolor="rgba(0,0,0,0)", layer="above", name="chosen cell")
+                  line=dict(color=SCREEN_ONLY_LINE, width=3), fillcolor="rgba(0,0,0,0)", layer="above", name="chosen cell")
     fig.update_layout(meta={**dict(fig.layout.meta or {}), "cell": [query, key]})
     return fig
 

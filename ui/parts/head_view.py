@@ -138,6 +138,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     wide = n > figures.WIDE_TOKENS and stage in PATTERN_STAGES  # long sentences: the focused head fills the column
     cell = chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
     where = _layout(wide)
+    st.html(figures.SCREEN_ONLY_CSS)  # the selection frames on screen; saved images stay clean (issue 34)
     with where["options"]:
         _view_options(key_prefix, wide)
     if cell is not None:

@@ -1,0 +1,114 @@
+"""Issue 34, what a class sees at 1280×720 in headless Chromium: clean camera exports (the explained cell's outline
+on screen only), no two labels of a figure over each other, and each click's answer brought into view.
+
+Screenshots go to ``tmp_path`` only (the checkout stays clean)."""
+from __future__ import annotations
+
+import re
+import struct
+import urllib.parse
+import zlib
+from pathlib import Path
+
+import pytest
+
+from browser_utils import chromium_missing, wait_idle
+
+_missing = chromium_missing()
+if _missing:
+    print(f"SKIPPING issue 34 browser tests: {_missing}")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+
+TWELVE = "The animal didn't cross the street because it was too tired."
+FOCUS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    .find(d => d.layout && d.layout.meta && d.layout.meta.head !== undefined && d.layout.meta.stage !== 'heads')"""
+RED = (255, 43, 43)  # transformer_core.figures.stage.CELL_OUTLINE
+
+
+def visit(chromium, url: str, **kw):
+    page = chromium.new_page(viewport={"width": 1280, "height": 720}, **kw)
+    page.goto(url)
+    wait_idle(page)
+    return page
+
+
+def camera(page, index: int) -> bytes:
+    chart = page.locator(".js-plotly-plot").nth(index)
+    chart.hover()
+    with page.expect_download(timeout=60_000) as info:
+        chart.locator(".modebar-btn").first.click()
+    return Path(info.value.path()).read_bytes()
+
+
+def png_pixels(data: bytes) -> tuple[int, int, list[tuple[int, ...]]]:
+    """Width, height and RGB(A) pixels of a non-interlaced 8-bit RGB/RGBA PNG (what plotly.js saves)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6), (depth, colour)
+            bpp = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, prev, out = zlib.decompress(idat), width * bpp, bytearray(width * bpp), []
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        out.extend(tuple(line[i:i + 3]) for i in range(0, stride, bpp))
+        prev = line
+    return width, height, out
+
+
+def red_pixels(png: bytes) -> int:
+    _w, _h, px = png_pixels(png)
+    return sum(1 for p in px if abs(p[0] - RED[0]) < 30 and abs(p[1] - RED[1]) < 30 and abs(p[2] - RED[2]) < 30)
+
+
+def visible_outlines_in_svg(svg: str) -> list[str]:
+    """Paths of the shape layers whose stroke is the outline's red and not transparent."""
+    out = []
+    for path in re.findall(r"<path[^>]*>", svg):
+        style = re.search(r'style="([^"]*)"', path)
+        style = style.group(1) if style else ""
+        if "rgb(255, 43, 43)" in style:
+            opacity = re.search(r"stroke-opacity:\s*([0-9.]+)", style)
+            if opacity is None or float(opacity.group(1)) > 0:
+                out.append(path)
+    return out
+
+
+def test_camera_saves_the_focused_head_without_the_explained_cells_outline(server, chromium, tmp_path):
+    """Issue 34 item 5: the red frame of the explained cell is on screen, not in the saved PNG or SVG."""
+    query = {"text": TWELVE, "head": 2, "q": 3, "k": 1}
+    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode(query), accept_downloads=True)
+    index = page.evaluate(f"() => Array.from(document.querySelectorAll('.js-plotly-plot')).indexOf(({FOCUS})())")
+    on_screen = page.evaluate(f"""() => Array.from(({FOCUS})().querySelectorAll('.shapelayer path'))
+        .map(p => [getComputedStyle(p).stroke, parseFloat(getComputedStyle(p).strokeOpacity)])""")
+    assert ["rgb(255, 43, 43)", 1.0] in [[s, o] for s, o in on_screen], on_screen  # the frame, seen on screen
+    page.locator(".js-plotly-plot").nth(index).screenshot(path=str(tmp_path / "on_screen.png"))
+    png = camera(page, index)
+    (tmp_path / "camera.png").write_bytes(png)
+    page.locator('[data-testid="stSidebar"]').get_by_text("svg", exact=True).click()
+    wait_idle(page)
+    svg = camera(page, index).decode("utf-8")
+    (tmp_path / "camera.svg").write_text(svg, encoding="utf-8")
+    page.close()
+    red, paths = red_pixels(png), visible_outlines_in_svg(svg)
+    assert (red, paths) == (0, []), (f"{red} outline pixels in the PNG", paths)  # before the fix: 2,200+ and one path
+    print(f"\ncamera PNG: {red_pixels(png)} outline pixels; SVG: no visible outline path; on screen: {on_screen}")
