@@ -38,6 +38,8 @@ else:
     except ValueError as err:
         main.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
         st.stop()
+    for note in traces.cut_notes(trace, settings):  # above the figures, not only in the tokens box below them
+        main.info(note, icon=":material/content_cut:")
 
 with main:
     sentences = [" ".join(t[:n]) for t, n in zip(trace.tokens, trace.lengths)]

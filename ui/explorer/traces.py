@@ -30,6 +30,21 @@ def toy_with_norms(settings) -> Trace:
     return with_norms(toy_trace(settings))
 
 
+def cut_notes(trace: Trace, settings) -> list[str]:
+    """One line for each sentence cut to MAX_TOKENS: how many tokens it has and how many are shown (issue 34: the
+    note inside the collapsed tokens box below the figures was not seen)."""
+    from transformer_core.text.tokenize import TOKENIZERS, sentence_list
+
+    typed = sentence_list(list(settings.sentences))
+    notes = []
+    for b, cut in enumerate(trace.truncated):
+        if cut and b < len(typed):
+            n = len(TOKENIZERS[settings.tokenizer](typed[b]))
+            notes.append(_("Sentence {b} has {n} tokens: only its first {kept} are shown (at most {limit} tokens a "
+                           "sentence).").format(b=b, n=n, kept=trace.lengths[b], limit=MAX_TOKENS))
+    return notes
+
+
 def norm_stages(trace: Trace) -> tuple[str, ...]:
     """``("norms",)`` when ``trace`` holds value-weighted norms (a reopened JSON trace has none: its W_O is unknown)."""
     return ("norms",) if any(k.endswith(".attention.norms") for k in trace.stages) else ()
