@@ -24,7 +24,7 @@ def open_moved(page: str, sent: dict | None = None, **query):
     at = new_app(**query)
     for key, value in (sent or {}).items():
         at.session_state[key] = value
-    at.switch_page(page).run()
+    (at.switch_page(page) if page else at).run()  # None: the default page (the explorer, at /)
     return at
 
 

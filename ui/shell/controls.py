@@ -170,13 +170,26 @@ def to_query_params(values: Mapping) -> dict[str, str]:
     return out
 
 
-def _init_from_url() -> None:
+def _init_from_url(page: str = "") -> None:
+    """Seed the shared controls from the URL, once per session.
+
+    On a moved session's first run (ui/shell/failover.py) the browser resends the values of the controls it
+    can change; those count (one may be the click that caused the run). Every other control takes the URL's
+    value, not its widget default: the controls greyed out on this page (the browser may resend their
+    defaults, and a disabled control cannot have been clicked) and any control whose value was not resent
+    (issue 33: /causal came back with the text empty, d_model 8 and n_heads 1, and wrote them into the URL)."""
     if "_url_read" in st.session_state:
         return
-    if moved_this_run():  # the browser's widget values are newer than its URL (ui/shell/failover.py)
-        st.session_state["_url_read"] = True
-        return
     values, notes = parse_query_params(st.query_params.to_dict())
+    if moved_this_run():
+        from .url import sent_by_browser
+
+        applies = APPLIES.get(page, (set(URL_KEYS), ""))[0]
+        for key, value in values.items():
+            if key not in applies or not sent_by_browser(f"shared_{key}"):
+                st.session_state[f"shared_{key}"] = value
+        st.session_state["_url_read"] = True  # the notes were shown when the link was first opened
+        return
     for key, value in values.items():
         st.session_state.setdefault(f"shared_{key}", value)
     st.session_state["_url_notes"] = notes
@@ -198,7 +211,7 @@ def sidebar(page: str = "") -> Settings:
 
     ``page``: the page's url_path; controls that do nothing there (:data:`APPLIES`) are drawn disabled with
     the reason (a disabled widget cannot rerun the page, and keeps its value for the other pages)."""
-    _init_from_url()
+    _init_from_url(page)
     ss = st.session_state
     applies, why = APPLIES.get(page, (set(URL_KEYS), ""))
     off = {key: key not in applies for key in URL_KEYS}

@@ -1,0 +1,83 @@
+"""Issue 33 item 2: a session moved to another replica keeps the link's settings on its first run, including the
+sidebar controls greyed out on the page (they used to come back as the widgets' defaults and be written into the
+URL: text empty, d_model 8, n_heads 1). Simulated in AppTest as in tests/test_moved_session_state.py."""
+from __future__ import annotations
+
+import pytest
+
+from apptest_utils import new_app  # noqa: F401
+from test_moved_session_state import errors, moved, open_moved  # noqa: F401  (moved: the fixture)
+from test_page_minilm import needs_minilm
+
+
+SHARED = {"text": "my own sentence\nsecond one", "d_model": "32", "n_heads": "4", "padding": "0", "causal": "1",
+          "seed": "3", "tokenizer": "word"}
+SIDEBAR = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
+# one rich link per page: every shared setting off its default, and the page's own view parameters
+LINKS = [
+    ("pages/causal.py", {"seq": "5 17 3 9 5 17 3 9", "period": "4", "seq_seed": "7", "checkpoint": "4000",
+                         "temp": "0.5", "top_k": "5", "pred_pos": "6", "sample_seed": "3"}),
+    (None, {"stage": "scores", "head": "2", "scale": "auto", "all": "1", "sentence": "1"}),
+    ("pages/masks_lab.py", {"section": "Two conventions", "head": "3", "sentence": "1"}),
+    ("pages/pipeline.py", {"step": "Concat and W_O"}),
+    ("pages/modern.py", {"section": "Positions", "alibi_head": "5", "query": "1", "key": "0"}),
+]
+
+
+@pytest.mark.parametrize("page, own", LINKS, ids=[p.split("/")[1][:-3] if p else "explorer" for p, _q in LINKS])
+def test_moved_session_keeps_every_setting_of_the_link(moved, page, own):
+    """Item 2: the sidebar's settings (greyed out on /causal and /modern) and the page's own parameters come back
+    from the URL on a moved session's first run; before, the text came back empty, d_model 8 and n_heads 1."""
+    query = {**SHARED, **own}
+    at = open_moved(page, **query)
+    assert not at.exception, errors(at)
+    assert any("Reconnected to another server" in m.value for m in at.info)
+    got = {key: at.query_params.get(key) for key in query}
+    assert got == query
+    assert at.session_state["shared_text"] == SHARED["text"] and at.session_state["shared_d_model"] == 32
+    assert at.session_state["shared_n_heads"] == 4 and at.session_state["shared_padding"] is False
+    at.run()  # the next click, on the settled session
+    assert not at.exception, errors(at)
+    assert {key: at.query_params.get(key) for key in query} == query
+
+
+@needs_minilm
+def test_moved_minilm_session_keeps_the_greyed_out_sizes(moved):
+    """On /minilm d_model went 64 → 8 and n_heads 8 → 1 (the issue): the greyed-out sizes keep the URL's values."""
+    at = open_moved("pages/minilm.py", sent={"shared_text": "the cat sat"}, text="the cat sat", d_model="64",
+                    n_heads="8", seed="5")
+    assert not at.exception, errors(at)
+    assert (at.query_params["d_model"], at.query_params["n_heads"], at.query_params["seed"]) == ("64", "8", "5")
+
+
+def test_on_a_real_server_the_click_that_moved_the_session_counts_and_the_link_stays(server):
+    """The same on a real server, through Streamlit's protocol (benchmarks/st_session.py): the browser resends the
+    widget values it holds, with one click (the sampling seed 3 → 7) that reaches the new replica. The click counts
+    (the page reran once if a section had read the URL's older value) and every other setting is the link's."""
+    import asyncio
+    import urllib.parse
+
+    from test_failover_notice import NOTICE, StreamlitSession
+
+    query = {**SHARED, "seq": "5 17 3 9 5 17 3 9", "temp": "0.5", "sample_seed": "3"}
+
+    async def scenario():
+        before = StreamlitSession(server)
+        await before.connect()
+        run = await before.rerun(urllib.parse.urlencode(query), page="causal")
+        assert not run.exceptions, run.exceptions
+        await before.close()
+        after = StreamlitSession(server)  # the browser, reconnected to a server that lacks its session
+        after.widgets, after.states, after.pages = before.widgets, before.states, before.pages
+        after.page_hash, after.query_string = before.page_hash, before.query_string
+        await after.connect(resume="3c9e0d4a-dead-replica-session")
+        run = await after.rerun(widget_states=[("Sampling seed", 7)])
+        assert run.status == "FINISHED_SUCCESSFULLY" and not run.exceptions, run.exceptions
+        assert NOTICE in run.payload
+        got = dict(urllib.parse.parse_qsl(after.query_string))
+        await after.close()
+        return got
+
+    got = asyncio.run(scenario())
+    assert got["sample_seed"] == "7"
+    assert {k: got.get(k) for k in query if k != "sample_seed"} == {k: v for k, v in query.items() if k != "sample_seed"}
