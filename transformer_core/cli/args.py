@@ -179,8 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--text", action="append", metavar="TEXT",
                    help=_("a sentence; repeat it, or put one sentence per line, to make a batch"))
-    p.add_argument("--model", choices=("toy", "minilm", "causal"), default="toy",
-                   help=_("toy random-weight encoder, MiniLM-L6, or the trained causal model (--text = token ids 0-63)"))
+    p.add_argument("--model", choices=("toy", "minilm", "causal", "smollm2"), default="toy",
+                   help=_("toy random-weight encoder, MiniLM-L6, the trained causal model (--text = token ids 0-63), "
+                          "or SmolLM2-135M (one prompt, at most 128 tokens unless --max-tokens)"))
     p.add_argument("--step", type=int, help=_("causal: training checkpoint (default: the final model)"))
     p.add_argument("--ablate", metavar="HEADS",
                    help=_("minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)"))

@@ -59,6 +59,9 @@ def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png")
     if args.model == "causal":
         n_layers, n_heads, d_model = 2, 4, 64
         counts = [len(" ".join(sentences).replace(",", " ").split())]
+    elif args.model == "smollm2":
+        n_layers, n_heads, d_model = 30, 9, 576
+        counts = [min(n, args.max_tokens or SMOLLM2_MAX_TOKENS) for n in smollm2_lengths(sentences)]
     elif args.model == "minilm":
         n_layers, n_heads, d_model, cap = 6, 12, 384, args.max_tokens or MINILM_MAX_TOKENS
         if cap < 2:
@@ -111,11 +114,61 @@ def build_trace(args: argparse.Namespace) -> Trace:
             run_minilm_trace(sentences, padding=args.padding, max_tokens=args.max_tokens or MINILM_MAX_TOKENS)
     if args.ablate:
         raise UsageError(_("--ablate applies only to --model minilm or causal"))
+    if args.model == "smollm2":
+        return run_smollm2_trace(args, sentences)
     opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
     config = EncoderConfig(d_model=opt["d_model"], n_heads=opt["n_heads"], n_layers=opt["n_layers"],
                            d_ff=4 * opt["d_model"], seed=opt["seed"])
     return run_toy(sentences, config, tokenizer=opt["tokenizer"], causal=bool(args.causal), padding=args.padding,
                    max_tokens=opt["max_tokens"])
+
+
+SMOLLM2_MAX_TOKENS = 128  # the app's page limit; --max-tokens takes up to 2048
+
+
+def smollm2_lengths(sentences: list[str]) -> list[int]:
+    """SmolLM2 tokens of each sentence (0 when the model is missing: :func:`run_smollm2_trace` says so)."""
+    from ..models.gguf_weights import SmolLM2Unavailable
+
+    try:
+        from ..models.smollm2 import encode
+
+        return [len(encode(s)[0]) for s in sentences]
+    except SmolLM2Unavailable:
+        return [0 for _s in sentences]
+
+
+def run_smollm2_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
+    """SmolLM2-135M (:mod:`transformer_core.models.smollm2_trace`) on one prompt, cut to ``--max-tokens`` (default
+    128), its attention stages captured (q and k after RoPE; k, v repeated per query head).
+
+    Raises:
+        UsageError: toy-only options, more than one prompt, ``--max-tokens`` beyond the model's limit.
+        ExportError: SmolLM2 is not installed (the message names the pip command) or its file is corrupt.
+    """
+    from ..models.gguf_weights import SmolLM2Unavailable
+    from ..models.smollm2 import MAX_TOKENS
+
+    given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer")
+             if getattr(args, k) is not None] + (["--causal"] if args.causal is not None else [])
+    if given:
+        raise UsageError(ngettext("{options} applies only to --model toy (SmolLM2-135M is a fixed causal "
+                                  "30-layer × 9-head model)",
+                                  "{options} apply only to --model toy (SmolLM2-135M is a fixed causal "
+                                  "30-layer × 9-head model)", len(given)).format(options=", ".join(given)))
+    if len(sentences) > 1:
+        raise UsageError(_("--model smollm2 reads one prompt, got {n}: pass it in one --text on one line").format(
+            n=len(sentences)))
+    cap = args.max_tokens or SMOLLM2_MAX_TOKENS
+    if not 1 <= cap <= MAX_TOKENS:
+        raise UsageError(_("--max-tokens must be in 1..{limit} for SmolLM2").format(limit=MAX_TOKENS))
+    try:
+        from ..models.smollm2_trace import run_smollm2
+
+        trace, _prediction = run_smollm2(sentences[0], max_tokens=cap, only=lambda n: ".attention." in n)
+        return trace
+    except SmolLM2Unavailable as err:
+        raise ExportError(_("SmolLM2 export is unavailable: {reason}").format(reason=err)) from err
 
 
 def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
