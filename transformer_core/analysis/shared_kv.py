@@ -51,6 +51,35 @@ def group_of(head: int, n_heads: int, n_kv_heads: int) -> int:
     return head // (n_heads // n_kv_heads)
 
 
+def kv_head_of(n_heads: int, n_kv_heads: int | None) -> list[int]:
+    """The key/value head of every query head, ``[group_of(h, n_heads, n_kv_heads) for h in range(n_heads)]``;
+    ``n_kv_heads=None`` means no sharing (``n_heads``), as in a trace made before the toy model had the choice."""
+    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+    return [group_of(h, n_heads, n_kv_heads) for h in range(n_heads)]
+
+
+def trace_kv_heads(settings: dict, n_heads: int) -> list[int] | None:
+    """The key/value head each query head of a trace read, from its settings' ``n_kv_heads``; None when its heads
+    share nothing (``n_kv_heads`` absent, equal to ``n_heads``, or not a divisor of it: an uploaded file's)."""
+    n_kv = settings.get("n_kv_heads")
+    if whole(n_kv) is None or not 0 < n_kv < n_heads or n_heads % n_kv:
+        return None
+    return kv_head_of(n_heads, n_kv)
+
+
+def toy_figures(d_model: int, n_heads: int, n_kv_heads: int, n_layers: int = 1,
+                bytes_per_value: int = FLOAT32_BYTES) -> dict:
+    """The explorer's toy model with ``n_kv_heads``: ``{"params" (:func:`attention_parameters` of one layer, weights
+    without biases, ``× n_layers`` in ``"params_all"``), "kv_bytes_per_token", "mha_kv_bytes_per_token" (with
+    ``n_kv_heads = n_heads``), "d_head", "group"}``. SmolLM2's row is ``kv_choices()``'s ``is_model`` one."""
+    d_head = d_model // n_heads
+    params = attention_parameters(d_model, n_heads, n_kv_heads, d_head)
+    return {"params": params, "params_all": params["total"] * n_layers, "d_head": d_head,
+            "group": n_heads // n_kv_heads,
+            "kv_bytes_per_token": kv_bytes_per_token(n_layers, n_kv_heads, d_head, bytes_per_value),
+            "mha_kv_bytes_per_token": kv_bytes_per_token(n_layers, n_heads, d_head, bytes_per_value)}
+
+
 def kv_choices(config: LlamaConfig = SMOLLM2, *, context: int | None = None,
                bytes_per_value: int = FLOAT32_BYTES) -> list[dict]:
     """One row per possible ``n_kv_heads`` (every divisor of ``n_heads``) for ``config``'s other sizes:

@@ -27,12 +27,15 @@ import plotly.graph_objects as go
 
 from .stage import DIVERGING, SCREEN_ONLY_LINE, SEQUENTIAL, SIGNED_STAGES, label, short_label, tick_positions
 from .overview import block_reduce, gutter_for, pool_for
+from ..analysis.shared_kv import trace_kv_heads
 from ..records.trace import PATTERN_STAGES, Trace
 from ..text.i18n import N_, _
 
 MAX_TILE = 64  # cells per tile side; a tile is ~80 px wide on screen, so more could not be seen anyway
 MARKER_TRACE = 1  # curve number of the tile-centre markers
 MASKED_GREY = "#d9d9d9"  # blocked cells: the same grey as the focused figure's (stage.heatmap)
+# a tile title's colour names its key/value head's group when query heads share them (Okabe–Ito, dark enough on white)
+KV_GROUP_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#8a6d00", "#56B4E9", "#E69F00", "#000000")
 _ROW_TAG, _COL_TAG = "\u200b", "\u2060"  # invisible characters that make each tile row's/column's labels unique
 
 
@@ -65,15 +68,18 @@ def heads_figure(trace: Trace, stage: str, *, batch: int = 0, layer: int = 0,
         visible = trace.visible(batch).copy()
         if hide_keys is not None:
             visible &= ~np.asarray(hide_keys, bool)[None, :]
-    return tiled_heads(trace.stage(stage, layer)[batch], trace.tokens[batch], stage, visible=visible, zrange=zrange,
-                       n_cols=n_cols, max_tile=max_tile, tile_px=tile_px, meta={"layer": layer, "batch": batch},
-                       focus=focus, labels=labels)
+    data = trace.stage(stage, layer)[batch]
+    kv = trace_kv_heads(trace.settings, data.shape[0])  # query heads sharing key/value heads: named in the titles
+    return tiled_heads(data, trace.tokens[batch], stage, visible=visible, zrange=zrange,
+                       n_cols=n_cols, max_tile=max_tile, tile_px=tile_px,
+                       meta={"layer": layer, "batch": batch, **({"kv_head_of": kv} if kv else {})},
+                       focus=focus, labels=labels, kv_head_of=kv)
 
 
 def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | None = None,
                 zrange: tuple[float, float] | None = None, n_cols: int = 4, max_tile: int = MAX_TILE,
                 tile_px: int = 78, meta: dict | None = None, focus: int | None = None,
-                labels: bool = False) -> go.Figure:
+                labels: bool = False, kv_head_of: list[int] | None = None) -> go.Figure:
     """Every head's matrix as tiles of one heatmap (click a tile centre to focus it).
 
     Args:
@@ -85,6 +91,8 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
         n_cols: tiles per row. ``tile_px``: drawn size of a tile's longer side; sets the height.
         focus: the head drawn large beside the tiles: its tile is framed.
         labels: token tick labels on the left tiles and above the top ones, and a colour bar ("all heads large").
+        kv_head_of: the key/value head each query head reads, when heads share them (grouped-query attention):
+            each tile's title names it ("head 5 · KV 2") in its group's colour.
 
     ``layout.meta``: ``{"stage": "heads", "of": stage, "n_heads", "n_cols", "tile": [rows, cols]
     cells per tile, "gutter": [rows, cols], "pool": [rows, cols] tokens per cell}`` plus ``meta``.
@@ -151,8 +159,15 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
         selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
         hovertemplate=_("head {head}").format(head="%{customdata}") + "<br><b>" + _("click to focus this head")
         + "</b><extra></extra>")
-    titles = [dict(x=x, y=r * (m_r + g_r) - 0.5, text=_("head {head}").format(head=h), showarrow=False, yanchor="bottom",
-                   font=dict(size=11), xref="x", yref="y")
+    def tile_title(h: int) -> tuple[str, dict]:
+        if kv_head_of is None:
+            return _("head {head}").format(head=h), dict(size=11)
+        g = kv_head_of[h]
+        return (_("head {head} · KV {kv}").format(head=h, kv=g),
+                dict(size=11, color=KV_GROUP_COLOURS[g % len(KV_GROUP_COLOURS)]))
+
+    titles = [dict(x=x, y=r * (m_r + g_r) - 0.5, text=tile_title(h)[0], showarrow=False, yanchor="bottom",
+                   font=tile_title(h)[1], xref="x", yref="y")
               for h, ((r, _col), x) in enumerate(zip(centres, cx))]
     width_cells, height_cells = z.shape[1], z.shape[0]
     height = int(height_cells * tile_px / side) + 30

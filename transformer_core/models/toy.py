@@ -18,12 +18,20 @@ from ..records.trace import Trace
 from ..text.tokenize import TokenBatch, batch_tokens
 
 
-def build_mask(batch: TokenBatch, causal: bool, padding: bool) -> torch.Tensor | None:
-    """Our-convention mask ``[batch, 1, query_pos, key_pos]`` from the two toggles, or ``None``."""
+def build_mask(batch: TokenBatch, causal: bool, padding: bool, window: int | None = None,
+               sinks: int = 0) -> torch.Tensor | None:
+    """Our-convention mask ``[batch, 1, query_pos, key_pos]`` from the two toggles, or ``None``.
+
+    ``window``: a causal sliding window of that many keys (the query and the ``window − 1`` before it) plus the
+    first ``sinks`` keys (:func:`~transformer_core.nn.masks.sliding_window_mask`); it looks back only, so it
+    includes the causal mask whatever ``causal`` says. ``None``: no window (``sinks`` is then ignored).
+    """
     n = batch.max_len
     parts = []
     if causal:
         parts.append(masks.causal_mask(n)[None, None])  # [1, 1, query_pos, key_pos]
+    if window is not None:
+        parts.append(masks.sliding_window_mask(n, window=window, sinks=sinks)[None, None])
     if padding:
         parts.append(masks.padding_mask(batch.lengths, n))  # [batch, 1, 1, key_pos]
     mask = masks.combine(*parts)
@@ -41,13 +49,19 @@ def flag(value, name: str) -> bool:
 
 
 def run_toy(sentences: list[str], config: EncoderConfig, *, tokenizer: str = "word",
-            causal: bool = False, padding: bool = True, max_tokens: int = 64) -> Trace:
+            causal: bool = False, padding: bool = True, max_tokens: int = 64,
+            window: int | None = None, sinks: int = 0) -> Trace:
     """Run the random-weight encoder on ``sentences`` and capture every stage.
+
+    ``config.n_kv_heads`` < ``n_heads`` shares key/value heads (query head h reads key/value head
+    h // (n_heads / n_kv_heads)); the trace's ``k`` and ``v`` stay one per query head (shared heads repeated) and
+    its settings say ``n_kv_heads``. ``window``/``sinks``: a sliding-window mask with sinks (:func:`build_mask`),
+    recorded in the settings only when a window is set (a trace without one is as before).
 
     Same inputs ⇒ bit-identical trace (weights and embeddings are seeded by ``config.seed``).
 
     Raises:
-        ValueError: no sentence has a token, or a bad tokenizer name.
+        ValueError: no sentence has a token, a bad tokenizer name, ``window < 1`` or ``sinks < 0``.
         TypeError: ``sentences`` is one string, ``config`` is not an :class:`EncoderConfig`, or ``causal`` /
             ``padding`` is not a bool.
     """
@@ -57,7 +71,7 @@ def run_toy(sentences: list[str], config: EncoderConfig, *, tokenizer: str = "wo
     batch = batch_tokens(sentences, tokenizer, max_tokens)
     if batch.max_len == 0:
         raise ValueError("no tokens: type at least one word")
-    mask = build_mask(batch, causal, padding)
+    mask = build_mask(batch, causal, padding, window, sinks)
     model = Encoder(config).eval()
     x = embed_tokens(batch.tokens, config.d_model, config.seed)  # [batch, pos, d_model]
     with torch.no_grad(), capture(model) as stages:
@@ -67,5 +81,6 @@ def run_toy(sentences: list[str], config: EncoderConfig, *, tokenizer: str = "wo
         tokens=batch.tokens, lengths=batch.lengths, truncated=batch.truncated,
         mask=None if mask is None else mask.numpy(), stages=arrays,
         settings={"model": "toy", "tokenizer": tokenizer, "causal": causal, "padding": padding,
-                  "max_tokens": max_tokens, **config.__dict__},
+                  "max_tokens": max_tokens, **config.__dict__,
+                  **({"window": int(window), "sinks": int(sinks)} if window is not None else {})},
     )

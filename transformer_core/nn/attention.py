@@ -137,7 +137,7 @@ class MultiHeadAttention(nn.Module):
     ``head_h = Attention(query W_Q^h, key W_K^h, value W_V^h)``.
 
     Hook points (stage names for :func:`~transformer_core.nn.hooks.capture`):
-    ``q``, ``k``, ``v`` ``[batch, head, pos, d_k]``; ``scores`` (QKᵀ/√d_k, before
+    ``q``, ``k``, ``v`` ``[batch, head, pos, d_k]`` (``k``, ``v`` per query head, shared heads repeated); ``scores`` (QKᵀ/√d_k, before
     masking), ``masked_scores``, ``weights`` (softmax) ``[batch, head, query_pos, key_pos]``;
     ``dropped_weights`` (only in training mode with dropout > 0; its draw, and the output
     dropout's, come from the ``generator`` passed to ``forward``, else from the global RNG as
@@ -145,13 +145,22 @@ class MultiHeadAttention(nn.Module):
     ``[batch, head, query_pos, d_k]``; ``concat`` and ``projected`` (W_O output)
     ``[batch, query_pos, d_model]``; ``output`` (after residual and LayerNorm).
 
+    Shared key/value heads (``n_kv_heads``; multi-query attention, Shazeer 2019, is 1; grouped-query attention,
+    Ainslie et al. 2023 §2.2, anything between 1 and ``n_heads``): ``W_K`` and ``W_V`` project to ``n_kv_heads``
+    heads only, and query head ``h`` reads key/value head ``h // (n_heads / n_kv_heads)`` (:attr:`kv_head_of`).
+    The ``k`` and ``v`` stages still hold one head per query head (each key/value head repeated for the query
+    heads of its group), so every per-head view reads them as before. ``n_kv_heads = n_heads`` (the default) is
+    ordinary multi-head attention, with the same weights drawn in the same order.
+
     Raises:
-        ValueError: ``n_heads`` does not divide ``d_model``, a size is not positive, ``fill_value`` is NaN or
-            +inf, or ``layer_norm_eps`` is not in (0, 1) (each would put NaN in the output).
+        ValueError: ``n_heads`` does not divide ``d_model``, ``n_kv_heads`` does not divide ``n_heads``, a size is
+            not positive, ``fill_value`` is NaN or +inf, or ``layer_norm_eps`` is not in (0, 1) (each would put
+            NaN in the output).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, *,
-                 fill_value: float = float("-inf"), layer_norm_eps: float = 1e-5) -> None:
+                 fill_value: float = float("-inf"), layer_norm_eps: float = 1e-5,
+                 n_kv_heads: int | None = None) -> None:
         super().__init__()
         if d_model <= 0 or n_heads <= 0:
             raise ValueError(f"d_model and n_heads must be positive, got d_model={d_model}, n_heads={n_heads}")
@@ -161,11 +170,15 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"fill_value must be -inf or a finite number, got {fill_value!r}")
         if not 0 < layer_norm_eps < 1:
             raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {layer_norm_eps!r}")
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if n_kv_heads <= 0 or n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}")
         self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.n_kv_heads = n_kv_heads
         self.fill_value = fill_value
         self.W_Q = nn.Linear(d_model, d_model)
-        self.W_K = nn.Linear(d_model, d_model)
-        self.W_V = nn.Linear(d_model, d_model)
+        self.W_K = nn.Linear(d_model, n_kv_heads * self.d_k)  # [n_kv_heads·d_k, d_model]: one block per key head
+        self.W_V = nn.Linear(d_model, n_kv_heads * self.d_k)
         self.W_O = nn.Linear(d_model, d_model)
         self.attn_dropout = nn.Dropout(dropout)  # on the weights (seed 000)
         self.dropout = nn.Dropout(dropout)  # on W_O's output, before the residual
@@ -174,9 +187,21 @@ class MultiHeadAttention(nn.Module):
                       "context", "concat", "projected", "output"):
             setattr(self, f"hook_{stage}", HookPoint())
 
-    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+    def _split_heads(self, x: torch.Tensor, n: int | None = None) -> torch.Tensor:
         batch, pos, _ = x.shape
-        return x.view(batch, pos, self.n_heads, self.d_k).transpose(1, 2)  # [batch, head, pos, d_k]
+        return x.view(batch, pos, n or self.n_heads, self.d_k).transpose(1, 2)  # [batch, head, pos, d_k]
+
+    @property
+    def kv_head_of(self) -> list[int]:
+        """The key/value head each query head reads: ``[h // (n_heads / n_kv_heads) for h in range(n_heads)]``."""
+        group = self.n_heads // self.n_kv_heads
+        return [h // group for h in range(self.n_heads)]
+
+    def _per_query_head(self, x: torch.Tensor) -> torch.Tensor:
+        """``[batch, kv_head, pos, d_k]`` → ``[batch, head, pos, d_k]``: key/value head g repeated for query heads
+        g·group … g·group + group − 1 (the identity when nothing is shared)."""
+        group = self.n_heads // self.n_kv_heads
+        return x if group == 1 else x.repeat_interleave(group, dim=1)
 
     def _dropout(self, module: nn.Dropout, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         if generator is None or not self.training:
@@ -210,8 +235,9 @@ class MultiHeadAttention(nn.Module):
         batch, n_query, _ = query.shape
         # 1. project and split into heads
         q = self.hook_q(self._split_heads(self.W_Q(query)))  # [batch, head, query_pos, d_k]
-        k = self.hook_k(self._split_heads(self.W_K(key)))  # [batch, head, key_pos, d_k]
-        v = self.hook_v(self._split_heads(self.W_V(value)))  # [batch, head, key_pos, d_k]
+        # keys and values: n_kv_heads heads, each repeated for the query heads of its group
+        k = self.hook_k(self._per_query_head(self._split_heads(self.W_K(key), self.n_kv_heads)))  # [batch, head, key_pos, d_k]
+        v = self.hook_v(self._per_query_head(self._split_heads(self.W_V(value), self.n_kv_heads)))  # [batch, head, key_pos, d_k]
         # 2. scaled dot-product attention, one stage at a time
         scores = self.hook_scores(attention_scores(q, k))  # [batch, head, query_pos, key_pos]
         masked = self.hook_masked_scores(mask_scores(scores, mask, self.fill_value))

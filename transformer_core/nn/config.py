@@ -31,7 +31,8 @@ class EncoderConfig:
 
     Raises:
         ValueError: a size is not a positive integer, ``n_heads`` does not divide
-            ``d_model``, ``dropout`` is outside [0, 1), or ``activation`` is unknown.
+            ``d_model``, ``n_kv_heads`` does not divide ``n_heads``, ``dropout`` is outside [0, 1), or
+            ``activation`` is unknown.
             The message names the bad value.
     """
 
@@ -43,6 +44,7 @@ class EncoderConfig:
     activation: str = "relu"  # "relu" as in the seeds, "gelu" as in BERT
     layer_norm_eps: float = 1e-5  # nn.LayerNorm default; BERT uses 1e-12
     seed: int = 0  # seeds the random weights and token embeddings
+    n_kv_heads: int | None = None  # key/value heads shared by the query heads (GQA); None = n_heads (no sharing)
 
     def __post_init__(self) -> None:
         for name in ("d_model", "n_heads", "d_ff", "n_layers"):
@@ -60,6 +62,11 @@ class EncoderConfig:
         if whole(self.seed) is None or not 0 <= self.seed < 2**63:  # torch.manual_seed takes a signed 64-bit int
             raise ValueError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
         object.__setattr__(self, "seed", whole(self.seed))
+        n_kv = self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+        if whole(n_kv) is None or n_kv <= 0 or self.n_heads % n_kv:
+            raise ValueError(f"n_kv_heads must divide n_heads={self.n_heads} (one of {divisors(self.n_heads)}), "
+                             f"got {self.n_kv_heads!r}")
+        object.__setattr__(self, "n_kv_heads", whole(n_kv))
         eps = self.layer_norm_eps
         if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < 1:  # also NaN and inf
             raise ValueError(f"layer_norm_eps must be a number in (0, 1), got {eps!r}")

@@ -71,7 +71,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: EncoderConfig) -> None:
         super().__init__()
         self.attention = MultiHeadAttention(config.d_model, config.n_heads, config.dropout,
-                                            layer_norm_eps=config.layer_norm_eps)
+                                            layer_norm_eps=config.layer_norm_eps, n_kv_heads=config.n_kv_heads)
         self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.dropout,
                                                     config.activation, layer_norm_eps=config.layer_norm_eps)
 

@@ -26,7 +26,7 @@ HEAD_DIM_STAGES = ("q", "k", "v", "context")  # [batch, head, pos, d_k]
 ROW_STAGES = ("concat", "projected", "output")  # [batch, pos, features]
 SETTING_TYPES = {"model": str, "name": str, "tokenizer": str, "activation": str, "causal": bool, "padding": bool,
                  "d_model": int, "n_heads": int, "n_layers": int, "d_ff": int, "seed": int, "max_tokens": int,
-                 "dropout": float, "layer_norm_eps": float}
+                 "dropout": float, "layer_norm_eps": float, "n_kv_heads": int, "window": int, "sinks": int}
 _STAGE_NAME = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*")
 _LAYER = re.compile(r"layers\.(\d{1,4})\.")
 _NAME_CHARS, _SETTING_CHARS, _MAX_SETTINGS = 100, 200, 64
