@@ -55,7 +55,7 @@ def section() -> None:
     from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, TARGETS
 
     st.subheader(_("The heads behind an answer"))
-    st.caption(_("The indirect-object sentence of interpretability research (Wang et al. 2022): “{prompt}” → SmolLM2 "
+    st.caption(_("The indirect-object sentence of interpretability research (Wang et al. 2022): `{prompt}` → SmolLM2 "
                  "should say “Mary”, the name not repeated. Ablate heads — their context set to 0, or to its mean over "
                  "a reference set of prompts — and see what the next word becomes. The model is never changed: the "
                  "ablation is private to this run.").format(prompt=IOI_PROMPT))
