@@ -4,6 +4,7 @@ from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
+import dataclasses
 from functools import partial
 
 import numpy as np
@@ -16,7 +17,7 @@ from ui.parts import toy_compute
 from ui.parts.labels import sentence_label
 from ui.parts.numbers import number
 from ui.shell import callbacks, controls, url
-from ui.shell.i18n import N_, _
+from ui.shell.i18n import N_, _, language
 from ui.shell.language_widgets import tabs as translated_tabs
 from ui.shell.markdown import plain
 
@@ -28,9 +29,13 @@ L.prose(PAGE, "intro")
 if not settings.sentences:
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
-pair, added = L.lab_sentences(settings)
+pair, added = L.lab_sentences(settings, language())  # the example in the page's language
 if added:
     L.prose(PAGE, "one-sentence")
+    why = (" " + _("It is English: the WordPiece tokenizer (MiniLM's) reads most Chinese characters as [UNK].")
+           if L.english_example(settings.tokenizer, language()) else "")
+    st.caption(_("Sentence 1, added: “{example}”.").format(example=pair[1]) + why)
+    settings = dataclasses.replace(settings, sentences=pair)  # every computation below runs on this pair
 if len(settings.sentences) > 2:
     st.info(_("This page uses the first two sentences; the other {n} are not shown here.").format(
         n=len(settings.sentences) - 2),
@@ -46,7 +51,7 @@ st.dataframe(pd.DataFrame(trace.tokens, index=[_("sentence {b}").format(b=b) for
 if any(trace.truncated):
     st.info(_("Sentences are cut to {n} tokens on this page.").format(n=L.LESSON_TOKENS), icon=":material/content_cut:")
 left, right = st.columns(2)
-shorter = int(np.argmin(trace.lengths))
+shorter = 0 if added else int(np.argmin(trace.lengths))  # the learner's own sentence first
 url.bind_url("masks_batch", "sentence", range(len(pair)), shorter,  # labels: as the picker's below
                labels=[sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths))])
 url.bind_url("masks_head", "head", range(settings.n_heads), 0)

