@@ -18,7 +18,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 WIDGETS = ("checkbox", "selectbox", "radio", "number_input", "text_area", "text_input", "slider",
-           "button", "segmented_control", "button_group", "multiselect")
+           "button", "segmented_control", "button_group", "multiselect", "download_button")
 
 
 def _has(p, name: str) -> bool:
@@ -117,7 +117,11 @@ class StreamlitSession:
             kind, proto = self.widgets[label]
             w = WidgetState()
             w.id = proto.id
-            if isinstance(value, bool):
+            if kind == "download_button":  # a click: a trigger, as the browser sends it (on_click="rerun")
+                if proto.ignore_rerun:  # on_click="ignore": the browser only fetches proto.url, the server hears nothing
+                    continue
+                w.trigger_value = bool(value)
+            elif isinstance(value, bool):
                 w.bool_value = value
             elif kind in ("selectbox", "radio"):
                 opts = list(proto.options)

@@ -14,16 +14,22 @@ def _csv_downloads() -> list[tuple[str, ast.Call]]:
     found = []
     for path in sorted([*(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").glob("*.py"), ROOT / "app.py"]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "download_button"
+            if (isinstance(node, ast.Call) and _is_download(node.func)
                     and any(k.arg == "mime" and isinstance(k.value, ast.Constant) and k.value.value == "text/csv"
                             for k in node.keywords)):
                 found.append((f"{path.name}:{node.lineno}", node))
     return found
 
 
+def _is_download(func: ast.expr) -> bool:
+    """``st.download_button`` (or a column's), or ``ui.shell.downloads.download_button(target, label, data, …)``."""
+    return ((isinstance(func, ast.Attribute) and func.attr == "download_button")
+            or (isinstance(func, ast.Name) and func.id == "download_button"))
+
+
 def _data(call: ast.Call) -> ast.expr:
-    given = [k.value for k in call.keywords if k.arg == "data"] or call.args[1:2]
+    first = 2 if isinstance(call.func, ast.Name) else 1  # the wrapper's first argument is the target (st, a column)
+    given = [k.value for k in call.keywords if k.arg == "data"] or call.args[first:first + 1]
     value = given[0]
     return value.body if isinstance(value, ast.Lambda) else value  # built on the click: data=lambda: …
 

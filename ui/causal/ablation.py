@@ -12,6 +12,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import MODE_NAMES, controls
+from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 
 
@@ -90,8 +91,8 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
                                                                           mode=_(MODE_NAMES[mode]))]
     st.dataframe(shown, hide_index=True, key="causal_ablate_table", column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in shown.columns[1:]})
-    st.download_button("⬇ " + _("Per checkpoint as CSV"), csv_file(pd.DataFrame([
+    download_button(st, "⬇ " + _("Per checkpoint as CSV"), csv_file(pd.DataFrame([
         {"step": s, "ablated": text, "mode": mode, "accuracy intact": rows[s][0]["accuracy"]["repeat"],
          "accuracy ablated": rows[s][1]["accuracy"]["repeat"], "loss repeat intact": rows[s][0]["loss"]["repeat"],
          "loss repeat ablated": rows[s][1]["loss"]["repeat"]} for s in steps]).to_csv(index=False)),
-        file_name=f"ablation_{text}_checkpoints.csv", mime="text/csv", key="causal_ablate_csv", on_click="ignore")
+        file_name=f"ablation_{text}_checkpoints.csv", mime="text/csv", key="causal_ablate_csv")

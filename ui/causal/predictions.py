@@ -16,6 +16,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
+from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url
@@ -82,9 +83,8 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
         st.dataframe(table.rename(columns=lambda c: _(c)), hide_index=True, key="causal_pred_table", column_config={
             _(c): st.column_config.NumberColumn(format="%.4f")
             for c in (N_("its probability"), N_("probability of next token"), N_("loss (nats, T = 1)"))})
-        st.download_button("⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
-                           file_name=f"predictions_step{step}_T{_text(t)}.csv", key="causal_pred_csv",
-                           on_click="ignore")
+        download_button(st, "⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
+                           file_name=f"predictions_step{step}_T{_text(t)}.csv", key="causal_pred_csv")
 
     st.markdown(_("**Sample a continuation** with these T, top-k and top-p (seeded: the same seed draws the same "
                   "tokens). The line is the model's loss at every position: high on the first period, low on the "

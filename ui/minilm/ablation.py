@@ -16,6 +16,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import MODE_NAMES, controls
+from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import _
 from ..shell.url import bind_url
@@ -129,11 +130,11 @@ def _downloads(out: dict, text: str, mode: str, labels) -> None:
             "embedding_tokens": out["embedding_tokens"], "cosine": out["cosine"].tolist(),
             "shift_by_layer": out["shift"].tolist(), "nearest": out["nearest"]}
     c1, c2 = st.columns(2)
-    c1.download_button("⬇ " + _("Effects as CSV"), csv_file(frame.to_csv(index=False)),
+    download_button(c1, "⬇ " + _("Effects as CSV"), csv_file(frame.to_csv(index=False)),
                        file_name=f"ablation_{text}.csv",
-                       mime="text/csv", key="minilm_ablate_csv", on_click="ignore", width="stretch")
-    c2.download_button("⬇ " + _("Effects as JSON"), json.dumps(data, indent=1), file_name=f"ablation_{text}.json",
-                       mime="application/json", key="minilm_ablate_json", on_click="ignore", width="stretch")
+                       mime="text/csv", key="minilm_ablate_csv", width="stretch")
+    download_button(c2, "⬇ " + _("Effects as JSON"), json.dumps(data, indent=1), file_name=f"ablation_{text}.json",
+                       mime="application/json", key="minilm_ablate_json", width="stretch")
 
 
 def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
@@ -164,6 +165,6 @@ def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
     table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "1 − cosine": float(1 - cosine[lay, h, batch])}
                           for lay in range(cosine.shape[0]) for h in range(cosine.shape[1])])
     table = table.sort_values("1 − cosine", ascending=False, kind="stable")
-    st.download_button("⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
+    download_button(st, "⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
                        file_name=f"ablation_rank_{mode}.csv",
-                       mime="text/csv", key="minilm_rank_csv", on_click="ignore")
+                       mime="text/csv", key="minilm_rank_csv")

@@ -37,6 +37,7 @@ from transformer_core.records.trace import Trace
 
 from ..parts.head_view import STAGES
 from ..parts.numbers import number
+from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
@@ -232,15 +233,14 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
                 "rows": "output position after the last layer",
                 "columns": "input token", "values": values.tolist(), "last_layer_mean_weights": last.tolist()}
     csv_col, json_col = st.columns(2)
-    csv_col.download_button("⬇ " + _("{view} as CSV").format(view=view_names[view]),
+    download_button(csv_col, "⬇ " + _("{view} as CSV").format(view=view_names[view]),
                             data=csv_file(frame.to_csv(float_format="%.9g", index_label=CSV_CORNER)),
                             key=f"{PREFIX}across_csv",
-                            file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv",
-                            on_click="ignore", width="stretch")
-    json_col.download_button("⬇ " + _("{view} and layer 5's mean weights as JSON").format(view=view_names[view]), data=json.dumps(document),
+                            file_name=figures.figure_filename(view, None, None, tokens, "csv"), mime="text/csv", width="stretch")
+    download_button(json_col, "⬇ " + _("{view} and layer 5's mean weights as JSON").format(view=view_names[view]), data=json.dumps(document),
                              key=f"{PREFIX}across_json", file_name=figures.figure_filename(view, None, None, tokens,
                                                                                           "json"),
-                             mime="application/json", on_click="ignore", width="stretch")
+                             mime="application/json", width="stretch")
 
 
 # ------------------------------------------------------------------ token pair and head-type tables

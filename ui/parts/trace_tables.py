@@ -10,6 +10,7 @@ from transformer_core.records import serialize
 from transformer_core.records.trace import Trace
 
 from ..shell.i18n import N_, _, later, ngettext
+from ..shell.downloads import download_button
 from ..shell.url import bind_url
 from .labels import and_list, sentence_label
 
@@ -64,12 +65,11 @@ def token_table(trace: Trace) -> None:
 
 def stage_csv(trace: Trace, stage: str, *, batch: int, layer: int = 0, key_prefix: str = "") -> None:
     """A download button for one stage's numbers, every head, as CSV (built only when clicked)."""
-    st.download_button(
-        "⬇ " + _("{stage} as CSV (all heads)").format(stage=_(figures.STAGE_TITLES.get(stage, stage))),
+    download_button(
+        st, "⬇ " + _("{stage} as CSV (all heads)").format(stage=_(figures.STAGE_TITLES.get(stage, stage))),
         key=f"{key_prefix}{stage}_{layer}_csv",
         data=lambda: serialize.csv_file(serialize.matrix_to_csv(trace, stage, batch, head=None, layer=layer)),
-        file_name=figures.figure_filename(stage, None, layer, trace.tokens[batch], "csv"), mime="text/csv",
-        on_click="ignore")
+        file_name=figures.figure_filename(stage, None, layer, trace.tokens[batch], "csv"), mime="text/csv")
 
 
 def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer: int = 0, key_prefix: str = "") -> None:
@@ -82,11 +82,11 @@ def trace_downloads(trace: Trace, *, batch: int, stages: tuple[str, ...], layer:
         return trace_html(trace, stages, batch=batch, layer=layer, title=title)
 
     c1, c2 = st.columns(2)
-    c1.download_button("⬇ " + _("Every stage as JSON (tokens, settings, seed, all tensors)"), key=f"{key_prefix}json",
+    download_button(c1, "⬇ " + _("Every stage as JSON (tokens, settings, seed, all tensors)"), key=f"{key_prefix}json",
                        data=lambda: serialize.trace_to_json(trace), file_name=f"{stem}.json",
-                       mime="application/json", on_click="ignore", width="stretch")
-    c2.download_button("⬇ " + _("These figures as one offline HTML file"), key=f"{key_prefix}html",
-                       data=later(html), file_name=f"{stem}.html", mime="text/html", on_click="ignore", width="stretch")
+                       mime="application/json", width="stretch")
+    download_button(c2, "⬇ " + _("These figures as one offline HTML file"), key=f"{key_prefix}html",
+                       data=later(html), file_name=f"{stem}.html", mime="text/html", width="stretch")
 
 
 def sentence_picker(label: str, sentences: list[str], key: str) -> int:

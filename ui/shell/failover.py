@@ -20,7 +20,7 @@ from .i18n import N_, _
 
 MESSAGE = N_("**Reconnected to another server.** The server this page was on went away, so it now runs on "
            "another one. Your sentences, settings and view came back from the page's address; an uploaded "
-           "trace has to be uploaded again.")
+           "trace has to be uploaded again, and a download clicked as the page moved has to be clicked again.")
 
 
 def asked_for_old_session(protocol_header: str | None) -> bool:
@@ -41,6 +41,10 @@ def notice_if_moved() -> None:
         ss["_failover"] = "settled"
         if ss.pop("_moved_rerun", False):  # the first run was redrawn at once (ui.shell.url.settle_moved_run)
             st.info(_(MESSAGE), icon=":material/sync_problem:")
+            if ss.pop("_moved_download", False):  # ui.shell.downloads: the click that moved the page was a download
+                from .downloads import AGAIN
+
+                st.warning(_(AGAIN), icon=":material/download:")
     if phase is not None:
         return
     moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))
