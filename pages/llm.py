@@ -55,7 +55,7 @@ if n_total > n:
     st.info(_("The prompt is {total} tokens; this page uses its first {n} (memory: every stage of every head is kept "
               "for them).").format(total=n_total, n=n), icon=":material/content_cut:")
 st.caption(ngettext("The prompt became {n} token: {tokens}", "The prompt became {n} tokens: {tokens}", n).format(
-    n=n, tokens=" ".join(f"`{plain(t)}`" for t in trace.tokens[0][:40]) + (" …" if n > 40 else ""))
+    n=n, tokens=" ".join(f"`{t.replace('`', 'ˋ')}`" for t in trace.tokens[0][:40]) + (" …" if n > 40 else ""))
            + " " + _("(␣ = a space; “我 (1/2)” = the first of a character's two byte pieces)."))
 if any("\u4e00" <= c <= "\u9fff" for c in prompt):  # Chinese characters
     st.caption(_("SmolLM2 learned mostly English: a Chinese character often costs two or three byte-piece tokens, "

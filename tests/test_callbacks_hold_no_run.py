@@ -89,7 +89,7 @@ def _stored(at):
 
 
 @pytest.mark.parametrize("page", ["pages/explorer.py", "pages/minilm.py", "pages/causal.py", "pages/masks_lab.py",
-                                  "pages/pipeline.py", "pages/modern.py"])
+                                  "pages/pipeline.py", "pages/modern.py", "pages/llm.py"])
 def test_no_stored_callable_reaches_the_run(page):
     at = new_app(text="the cat sat on the mat\nthe dog sat")
     at.switch_page(page).run()

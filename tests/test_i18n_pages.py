@@ -31,6 +31,7 @@ PAGES = {
     "pages/pipeline.py": ("step", ["Projections", "Split heads", "Attention", "Concat and W_O", "Feed-forward",
                                    "A vs B"]),
     "pages/modern.py": ("modern_section", ["Positions", "Shared KV heads", "KV cache", "Long inputs", "Online softmax"]),
+    "pages/llm.py": ("step", []),
 }
 
 

@@ -15,13 +15,15 @@ from test_page_statistics_finite import visible_text
 SHARED = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
 VIEW = ("stage", "head", "scale", "all", "q", "k", "sentence")
 PAGES = {
-    "pages/explorer.py": SHARED + VIEW,
+    "pages/explorer.py": SHARED + VIEW + ("n_kv_heads", "window", "sinks"),
     "pages/minilm.py": SHARED + VIEW + ("layer", "hide"),
     "pages/causal.py": ("seq", "period", "seq_seed", "checkpoint", "causal_mask", "stage", "head", "layer", "q", "k"),
-    "pages/masks_lab.py": SHARED + ("section", "mask", "row", "new", "train", "p", "draw"),
+    "pages/masks_lab.py": SHARED + ("section", "mask", "row", "new", "train", "p", "draw", "window", "sinks"),
     "pages/pipeline.py": SHARED + ("step", "pos", "a_heads", "a_causal", "b_heads", "b_causal"),
     "pages/modern.py": SHARED + ("section", "alibi_head", "query", "key", "n_kv", "model", "step", "window", "sinks",
                                  "n", "bq", "bk", "mask", "tile"),
+    "pages/llm.py": SHARED + ("prompt", "temp", "top_k", "top_p", "n_new", "decode", "gen_seed", "color", "layer",
+                              "head", "stage", "scale", "all", "q", "k", "ablate", "ablate_mode"),
 }
 ODD = ["", " ", "0", "1", "-1", "2", "5 5 5 5", "5", "1 ² 3", "١٢", "５", "9" * 5000, "1e400", "nan", "inf", "-inf",
        "NaN", "Infinity", "2147483648", "0x10", "1.5", "weights", "fixed", "Padding", "Concat", "中文", "\x00", "⁵"]
@@ -68,10 +70,14 @@ def test_random_url_parameters_never_break_a_page(page):
     ("pages/causal.py", {"seq": "5"}), ("pages/causal.py", {"seq": "5 5 5 5", "causal_mask": "0"}),
     ("pages/causal.py", {"seq": "1 ² 3"}), ("pages/causal.py", {"seq": ["1 2", "3 4"], "period": "9" * 5000}),
     ("pages/explorer.py", {"seed": "1e400", "d_model": "١٢", "head": ["1", "2"]}),
+    ("pages/explorer.py", {"n_kv_heads": "1", "window": "1", "sinks": "8", "n_heads": "16", "d_model": "16"}),
+    ("pages/explorer.py", {"n_kv_heads": "١", "window": "-1", "sinks": "nan", "causal": "0", "padding": "0"}),
+    ("pages/masks_lab.py", {"section": "Sliding window", "window": "9" * 5000, "sinks": "inf", "text": "a"}),
     ("pages/minilm.py", {"layer": "５", "q": "nan", "k": "inf"}),
     ("pages/masks_lab.py", {"p": "nan", "row": "9" * 5000, "section": "Two conventions"}),
     ("pages/pipeline.py", {"pos": "-1", "a_heads": "0", "b_heads": "Infinity"}),
     ("pages/modern.py", {"section": "Online softmax", "n": "1e400", "bq": "0", "tile": "-1", "mask": "中文"}),
+    ("pages/llm.py", {"prompt": "\x00" + "9" * 5000, "temp": "nan", "top_p": "inf", "q": "1e400", "ablate": "L1H1,L1H1"}),
 ])
 def test_chosen_hostile_links(page, query):
     check(page, query)

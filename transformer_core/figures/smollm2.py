@@ -48,15 +48,15 @@ def head_grid_figure(values: np.ndarray, *, value_name: str, zmax: float = 1.0, 
         shapes.append(dict(type="rect", xref="x", yref="y", x0=h - 0.5, x1=h + 0.5, y0=lay - 0.5, y1=lay + 0.5,
                            line=dict(color="#ff4b4b", width=3)))
     groups = [dict(x=(g + (n_kv_group - 1) / 2), y=0, xref="x", yref="paper", yanchor="top", showarrow=False,
-                   text=_("KV head {kv}").format(kv=g // n_kv_group), font=dict(size=11, color="#555"))
+                   text=_("KV {kv}").format(kv=g // n_kv_group), font=dict(size=11, color="#555"))
               for g in range(0, n_heads, n_kv_group)]
     fig = go.Figure(data=[heat, centres])
     fig.update_layout(
-        height=height, margin=dict(l=60, r=10, t=40, b=26), plot_bgcolor="#d9d9d9", shapes=shapes, annotations=groups,
+        height=height, margin=dict(l=60, r=10, t=50, b=26), plot_bgcolor="#d9d9d9", shapes=shapes, annotations=groups,
         clickmode="event+select", hovermode="closest", dragmode=False, hoverdistance=1,
         xaxis=dict(range=[-0.5, n_heads - 0.5], tickmode="array", tickvals=list(range(n_heads)),
-                   ticktext=[_("head {head}").format(head=h) for h in range(n_heads)], side="top", showgrid=False,
-                   zeroline=False, fixedrange=True),
+                   ticktext=[str(h) for h in range(n_heads)], side="top", showgrid=False, zeroline=False,
+                   fixedrange=True, title=dict(text=_("head"), standoff=2)),
         yaxis=dict(range=[n_layers - 0.5, -0.5], tickmode="array", tickvals=list(range(0, n_layers, 2)),
                    ticktext=[_("layer {layer}").format(layer=lay) for lay in range(0, n_layers, 2)], showgrid=False,
                    zeroline=False, fixedrange=True),

@@ -48,16 +48,18 @@ def grid_and_head(prompt: str, trace: Trace, grids: dict, color: str) -> None:
     fig = head_grid_figure(grids[color], value_name=_(COLORS[color]), zmax=max(zmax, 1e-6), highlight=(layer, head),
                            fmt=".1%" if color == "sink_share" else ".2f")
     fmt = ss.get("shared_image_format", "png")
-    st.plotly_chart(fig, key="llm_grid", selection_mode="points", on_select=partial(
+    # the grid is tall and narrow: the open head stands beside it, so a click's answer is in view at 1280×720
+    left, right = st.columns([1, 2.4], gap="medium")
+    left.plotly_chart(fig, key="llm_grid", selection_mode="points", on_select=partial(
         callbacks.open_tile, "llm_grid", "llm_layer", "llm_head", compute.N_HEADS, compute.N_LAYERS),
         config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt))
-    st.subheader(_("One head, stage by stage"))
-    stage, _batch, layer, head, scale, all_large = head_view.controls(compute.N_HEADS, "llm_",
-                                                                      n_layers=compute.N_LAYERS)
-    layer_trace = compute.layer_trace(prompt, layer)
-    kv_note(layer_trace, layer, head)
-    head_view.show(layer_trace, batch=0, layer=layer, stage=stage, head=head, fixed=scale, all_large=all_large,
-                   key_prefix="llm_", title_prefix=_("layer {layer} · ").format(layer=layer))
+    with right:
+        stage, _batch, layer, head, scale, all_large = head_view.controls(compute.N_HEADS, "llm_",
+                                                                          n_layers=compute.N_LAYERS)
+        layer_trace = compute.layer_trace(prompt, layer)
+        kv_note(layer_trace, layer, head)
+        head_view.show(layer_trace, batch=0, layer=layer, stage=stage, head=head, fixed=scale, all_large=all_large,
+                       key_prefix="llm_", title_prefix=_("layer {layer} · ").format(layer=layer))
     c1, c2 = st.columns([1, 2])
     with c1:
         trace_tables.stage_csv(layer_trace, stage, batch=0, layer=layer, key_prefix="llm_")
@@ -77,12 +79,11 @@ def kv_note(trace: Trace, layer: int, head: int) -> None:
     diff = max(float(np.abs(k[h] - k_kv[kv]).max()) for h in siblings)
     diff = max(diff, *(float(np.abs(v[h] - v_kv[kv]).max()) for h in siblings))
     other = float(np.abs(k_kv[kv] - k_kv[(kv + 1) % compute.N_KV]).max())
-    st.info(_("**Grouped-query attention:** query head {head} uses key/value head {kv} = {head} // {group}. Query heads "
+    st.caption(_("**Grouped-query attention:** query head {head} uses key/value head {kv} = {head} // {group}. Query heads "
               "{heads} share it: their K and V are the same numbers (largest difference {diff}), while another group's "
               "keys differ by up to {other}. 9 query heads, 3 key/value heads: the KV cache holds a third of the "
               "keys and values.").format(head=head, kv=kv, group=group, heads=", ".join(map(str, siblings)),
-                                         diff=number(diff, "g"), other=number(other, ".2f")),
-            icon=":material/join:")
+                                         diff=number(diff, "g"), other=number(other, ".2f")))
 
 
 def stats_table(stats, n_tokens: int) -> None:
@@ -115,9 +116,9 @@ def stats_table(stats, n_tokens: int) -> None:
 def section(prompt: str, summary: dict) -> None:
     """The grid's caption and colour choice (outside the fragment), then the fragment."""
     trace = summary["trace"]
-    st.subheader(_("Every head at a glance"))
-    st.markdown(_("**All {layers} layers × {heads} heads**, one colour per head. **Click a head** to open it below. "
-                  "The white lines part the three key/value groups.").format(layers=compute.N_LAYERS,
+    st.subheader(_("Every head at a glance, one head stage by stage"))
+    st.markdown(_("**All {layers} layers × {heads} heads**, one colour per head. **Click a head** to open it on the "
+                  "right. The white lines part the three key/value groups.").format(layers=compute.N_LAYERS,
                                                                              heads=compute.N_HEADS))
     color = color_control()
     fragments.part("llm", grid_and_head, prompt, trace, summary["grids"], color)

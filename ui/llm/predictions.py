@@ -8,6 +8,7 @@ FILTER_ORDERS` ``"hf"``), as the caption and the figure's title say.
 """
 from __future__ import annotations
 
+import html
 import json
 
 import pandas as pd
@@ -35,15 +36,14 @@ def _text(value) -> str:
 
 
 def filters() -> tuple[float, int | None, float | None]:
-    """The temperature, top-k and top-p controls (one row, bound to the URL)."""
+    """The temperature, top-k and top-p controls (stacked, bound to the URL)."""
     bind_url("llm_temp", "temp", TEMPERATURES, 1.0, to_text=_text)
     bind_url("llm_top_k", "top_k", TOP_K, 5, to_text=_text)
     bind_url("llm_top_p", "top_p", TOP_P, "off", to_text=_text)
-    c1, c2, c3 = st.columns([2, 1.6, 1.4])
-    t = c1.select_slider(_("Temperature T"), TEMPERATURES, key="llm_temp", format_func=_text)
+    t = st.select_slider(_("Temperature T"), TEMPERATURES, key="llm_temp", format_func=_text)
     shown = {v: _("off") if v == "off" else _text(v) for v in set(TOP_K) | set(TOP_P)}  # the URL keeps "off"
-    k = c2.select_slider("top-k", TOP_K, key="llm_top_k", format_func=shown.get)
-    p = c3.select_slider("top-p", TOP_P, key="llm_top_p", format_func=shown.get)
+    k = st.select_slider("top-k", TOP_K, key="llm_top_k", format_func=shown.get)
+    p = st.select_slider("top-p", TOP_P, key="llm_top_p", format_func=shown.get)
     return float(t), None if k == "off" else int(k), None if p == "off" else float(p)
 
 
@@ -51,12 +51,15 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     """The next word after the prompt: bars of the kept tokens (top-k → top-p) and one "other" bar, a table and
     its CSV/JSON. Returns the filters (the generation uses them)."""
     st.subheader(_("Next-word predictions"))
-    st.caption(_("SmolLM2 gives every one of its 49,152 tokens a probability of coming next: softmax(logits / T). "
-                 "**T** below 1 sharpens, above 1 flattens. **top-k** keeps the k most likely tokens, **top-p** the "
-                 "fewest whose probabilities reach p. Order, as Hugging Face's `generate`: top-k first, renormalise "
-                 "the k kept, then top-p on those (TopKLogitsWarper → TopPLogitsWarper). The bars show the "
-                 "probabilities before filtering; the rest is one grey “other” bar, so the bars add up to 1."))
-    t, k, p = filters()
+    left, right = st.columns([1, 1.5], gap="medium")  # the bars beside their controls: in the first screen
+    with left:
+        t, k, p = filters()
+        st.caption(_("With both: top-k first, then top-p on the k kept, renormalised (Hugging Face's order)."))
+    explain = _("SmolLM2 gives every one of its 49,152 tokens a probability of coming next: softmax(logits / T). "
+                "**T** below 1 sharpens, above 1 flattens. **top-k** keeps the k most likely tokens, **top-p** the "
+                "fewest whose probabilities reach p. Order, as Hugging Face's `generate`: top-k first, renormalise "
+                "the k kept, then top-p on those (TopKLogitsWarper → TopPLogitsWarper). The bars show the "
+                "probabilities before filtering; the rest is one grey “other” bar, so the bars add up to 1.")
     probs = softmax_t(summary["logits"], t)  # [vocab] float64
     idx = kept(probs, k, p)  # most probable first
     shown_idx = idx[:20]  # the bars: at most 20 kept tokens (the rest of the kept ones join "other")
@@ -66,15 +69,16 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     trace = summary["trace"]
     pos = len(trace.tokens[0]) - 1
     fig = figs.top_k_figure(bars, position=pos, token=trace.tokens[0][pos], target=None, temperature=t, k=k, p=p,
-                            height=max(260, 60 + 28 * len(bars)))
+                            height=max(250, 60 + 26 * len(bars)))
     fig.update_traces(y=[labels[int(n)] if n != "other" else _("other") for n, _v in bars])
     fig.update_layout(title_text=_("After “{token}” (position {pos}) · T = {t} · {cut}").format(
-        token=trace.tokens[0][pos], pos=pos, t=_text(t), cut=fig.layout.title.text.rsplit(" · ", 1)[-1]))
+        token=html.escape(trace.tokens[0][pos]), pos=pos, t=_text(t), cut=fig.layout.title.text.rsplit(" · ", 1)[-1]))
     fmt = st.session_state.get("shared_image_format", "png")
-    st.plotly_chart(fig, key="llm_predictions", config=chart_config(f"smollm2_predictions_T{_text(t)}", fmt))
+    right.plotly_chart(fig, key="llm_predictions", config=chart_config(f"smollm2_predictions_T{_text(t)}", fmt))
     if len(idx) > len(shown_idx):
-        st.caption(_("{n} tokens are kept; the 20 most likely are drawn, the others are in “other”.").format(
+        right.caption(_("{n} tokens are kept; the 20 most likely are drawn, the others are in “other”.").format(
             n=f"{len(idx):,}"))
+    st.caption(explain)
     table = pd.DataFrame({"rank": range(1, len(shown_idx) + 1), "token": [labels[int(i)] for i in shown_idx],
                           "id": [int(i) for i in shown_idx], "probability": [float(probs[i]) for i in shown_idx]})
     data = {"prompt": prompt, "temperature": t, "top_k": k, "top_p": p, "order": "hf",
