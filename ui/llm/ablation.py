@@ -18,6 +18,7 @@ from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import _names, bind_heads
 from ..parts.numbers import number
+from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from ..shell.url import bind_url
@@ -78,9 +79,9 @@ def section() -> None:
     st.dataframe(pd.DataFrame(rows).rename(columns=lambda c: _(c)), hide_index=True, key="llm_ablate_top")
     data = {"prompt": IOI_PROMPT, "ablate": format_heads(heads), "mode": mode, "reference": reference,
             "intact": intact, "ablated": ablated}
-    st.download_button("⬇ " + _("Effect as JSON"), json.dumps(data, ensure_ascii=False, indent=1),
+    download_button(st, "⬇ " + _("Effect as JSON"), json.dumps(data, ensure_ascii=False, indent=1),
                        file_name=f"smollm2_ablation_{format_heads(heads) or 'none'}.json", mime="application/json",
-                       key="llm_ablate_json", on_click="ignore")
+                       key="llm_ablate_json")
     _rank(mode, reference)
 
 
@@ -122,5 +123,5 @@ def _rank(mode: str, reference: str) -> None:
                            "p_john_ablated": float(result["probs"][lay, h, 1]), "effect": float(effect[lay, h])}
                           for lay in range(effect.shape[0]) for h in range(effect.shape[1])])
     table = table.sort_values("effect", ascending=False, kind="stable")
-    st.download_button("⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
-                       file_name=f"smollm2_rank_{mode}.csv", mime="text/csv", key="llm_rank_csv", on_click="ignore")
+    download_button(st, "⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
+                       file_name=f"smollm2_rank_{mode}.csv", mime="text/csv", key="llm_rank_csv")

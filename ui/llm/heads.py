@@ -20,6 +20,7 @@ from transformer_core.records.trace import Trace
 from ..parts import head_view, trace_tables
 from ..parts.numbers import number
 from ..shell import callbacks, fragments
+from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url
 from . import compute
@@ -109,8 +110,8 @@ def stats_table(stats, n_tokens: int) -> None:
                                                                    min_value=0.0, max_value=100.0)})
     from transformer_core.records.serialize import csv_file
 
-    st.download_button("⬇ " + _("Statistics as CSV"), csv_file(stats.to_csv(index=False)), mime="text/csv",
-                       file_name="smollm2_head_stats.csv", key="llm_stats_csv", on_click="ignore")
+    download_button(st, "⬇ " + _("Statistics as CSV"), csv_file(stats.to_csv(index=False)), mime="text/csv",
+                       file_name="smollm2_head_stats.csv", key="llm_stats_csv")
 
 
 def section(prompt: str, summary: dict) -> None:

@@ -20,6 +20,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.numbers import number
+from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url
 from . import compute
@@ -84,12 +85,12 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     data = {"prompt": prompt, "temperature": t, "top_k": k, "top_p": p, "order": "hf",
             "tokens": list(trace.tokens[0]), "kept": table.to_dict(orient="records")}
     c1, c2 = st.columns(2)
-    c1.download_button("⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
-                       file_name=f"smollm2_predictions_T{_text(t)}.csv", key="llm_pred_csv", on_click="ignore",
+    download_button(c1, "⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
+                       file_name=f"smollm2_predictions_T{_text(t)}.csv", key="llm_pred_csv",
                        width="stretch")
-    c2.download_button("⬇ " + _("Predictions as JSON"), json.dumps(data, ensure_ascii=False, indent=1),
+    download_button(c2, "⬇ " + _("Predictions as JSON"), json.dumps(data, ensure_ascii=False, indent=1),
                        mime="application/json", file_name=f"smollm2_predictions_T{_text(t)}.json",
-                       key="llm_pred_json", on_click="ignore", width="stretch")
+                       key="llm_pred_json", width="stretch")
     return t, k, p
 
 
@@ -119,5 +120,5 @@ def generation(prompt: str, t: float, k: int | None, p: float | None) -> None:
     frame = pd.DataFrame(rows)
     st.dataframe(frame.rename(columns=lambda c: _(c)), hide_index=True, key="llm_gen_table",
                  column_config={_(N_("p at T = 1")): st.column_config.NumberColumn(format="%.3f")})
-    st.download_button("⬇ " + _("Steps as CSV"), csv_file(frame.to_csv(index=False)), mime="text/csv",
-                       file_name=f"smollm2_generation_{decode}_{n_new}.csv", key="llm_gen_csv", on_click="ignore")
+    download_button(st, "⬇ " + _("Steps as CSV"), csv_file(frame.to_csv(index=False)), mime="text/csv",
+                       file_name=f"smollm2_generation_{decode}_{n_new}.csv", key="llm_gen_csv")
