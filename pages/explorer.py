@@ -5,7 +5,7 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 
 import streamlit as st
 
-from ui.explorer import traces
+from ui.explorer import traces, variants
 from ui.parts import head_view, moves_panels, toy_compute, trace_tables
 from ui.shell import controls
 from ui.shell.i18n import _
@@ -22,7 +22,7 @@ if not settings.sentences:
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 STAGES = ("scores", "masked_scores", "weights", "context")
-main, extras = st.container(), st.container()  # figures first; tables, downloads and uploads below them
+variant_box, main, extras = st.container(), st.container(), st.container()  # figures first; tables, downloads and uploads below them
 with extras:
     st.divider()
     box = st.expander(_("Tokens, downloads and reopening a saved trace"), icon=":material/table:")
@@ -33,8 +33,11 @@ if trace is not None:  # said above the figures too: the sidebar's sentences and
     main.info(_("Showing an uploaded trace: its own sentences, masks and sizes, not the sidebar's. Remove the file "
                 "under “Tokens, downloads and reopening a saved trace” to go back."), icon=":material/upload_file:")
 else:
-    try:
-        trace = traces.toy_with_norms(settings)  # every stage, plus ‖α·f(x)‖ from the toy's seeded W_O
+    with variant_box:  # shared key/value heads, sliding window with sinks (issue 36)
+        variant = variants.controls(settings)
+    try:  # every stage, plus ‖α·f(x)‖ from the toy's seeded W_O
+        trace = traces.toy_with_norms(settings, None if variant.n_kv_heads == settings.n_heads else variant.n_kv_heads,
+                                      variant.window, variant.sinks)
     except ValueError as err:
         main.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
         st.stop()

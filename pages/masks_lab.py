@@ -1,5 +1,5 @@
 """Masks lab: causal and padding masks, the seeds' two fill conventions, float16, a cached prefix,
-keys vs queries, and attention dropout — each computed live on the learner's sentences."""
+keys vs queries, attention dropout, and a sliding window with sinks — each computed live on the learner's sentences."""
 from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
@@ -13,6 +13,7 @@ import streamlit as st
 
 from ui.lessons import compute as lesson_compute
 from ui.lessons import lesson_figures as L
+from ui.lessons import window_lab
 from ui.parts import toy_compute
 from ui.parts.labels import sentence_label
 from ui.parts.numbers import number
@@ -66,7 +67,7 @@ rows, n = L.labels(tokens), len(tokens)
 # One section at a time (lazy: only the open tab runs and is drawn), its name in the URL as ?section=…
 # (translated labels; the open tab survives a language switch and its English name is the URL's: ui/shell/language_widgets.tabs)
 tabs = translated_tabs([N_("Causal and padding"), N_("Two conventions"), N_("Cached prefix"), N_("Keys vs queries"),
-                        N_("Dropout")], key="section", url="section")
+                        N_("Dropout"), N_("Sliding window")], key="section", url="section")
 
 # 1 · causal, padding, both ------------------------------------------------------------------------
 with tabs[0]:
@@ -227,3 +228,9 @@ with tabs[4]:
         cols[2].caption(_("Row sums. Cells zeroed by dropout: {zeroed} of {kept} non-zero weights.").format(
             zeroed=drop["zeroed"], kept=drop["kept"]))
         L.prose(PAGE, "dropout-after")
+
+# 6 · sliding window with sinks ---------------------------------------------------------------------
+with tabs[5]:
+    if tabs[5].open:
+        st.header("6 · " + _("Sliding window and attention sinks"))
+        window_lab.show(settings, batch, head, tokens, rows)

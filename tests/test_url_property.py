@@ -15,10 +15,10 @@ from test_page_statistics_finite import visible_text
 SHARED = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
 VIEW = ("stage", "head", "scale", "all", "q", "k", "sentence")
 PAGES = {
-    "pages/explorer.py": SHARED + VIEW,
+    "pages/explorer.py": SHARED + VIEW + ("n_kv_heads", "window", "sinks"),
     "pages/minilm.py": SHARED + VIEW + ("layer", "hide"),
     "pages/causal.py": ("seq", "period", "seq_seed", "checkpoint", "causal_mask", "stage", "head", "layer", "q", "k"),
-    "pages/masks_lab.py": SHARED + ("section", "mask", "row", "new", "train", "p", "draw"),
+    "pages/masks_lab.py": SHARED + ("section", "mask", "row", "new", "train", "p", "draw", "window", "sinks"),
     "pages/pipeline.py": SHARED + ("step", "pos", "a_heads", "a_causal", "b_heads", "b_causal"),
     "pages/modern.py": SHARED + ("section", "alibi_head", "query", "key", "n_kv", "model", "step", "window", "sinks",
                                  "n", "bq", "bk", "mask", "tile"),
@@ -70,6 +70,9 @@ def test_random_url_parameters_never_break_a_page(page):
     ("pages/causal.py", {"seq": "5"}), ("pages/causal.py", {"seq": "5 5 5 5", "causal_mask": "0"}),
     ("pages/causal.py", {"seq": "1 ² 3"}), ("pages/causal.py", {"seq": ["1 2", "3 4"], "period": "9" * 5000}),
     ("pages/explorer.py", {"seed": "1e400", "d_model": "١٢", "head": ["1", "2"]}),
+    ("pages/explorer.py", {"n_kv_heads": "1", "window": "1", "sinks": "8", "n_heads": "16", "d_model": "16"}),
+    ("pages/explorer.py", {"n_kv_heads": "١", "window": "-1", "sinks": "nan", "causal": "0", "padding": "0"}),
+    ("pages/masks_lab.py", {"section": "Sliding window", "window": "9" * 5000, "sinks": "inf", "text": "a"}),
     ("pages/minilm.py", {"layer": "５", "q": "nan", "k": "inf"}),
     ("pages/masks_lab.py", {"p": "nan", "row": "9" * 5000, "section": "Two conventions"}),
     ("pages/pipeline.py", {"pos": "-1", "a_heads": "0", "b_heads": "Infinity"}),

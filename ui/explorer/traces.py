@@ -25,9 +25,12 @@ UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEA
                        size_bytes=UPLOAD_BYTES)
 
 @memo("toy_trace")
-def toy_with_norms(settings) -> Trace:
-    """The explorer's toy trace (:func:`ui.parts.toy_compute.toy_trace`) plus ``norms`` of every layer (its seeded W_O)."""
-    return with_norms(toy_trace(settings))
+def toy_with_norms(settings, n_kv_heads: int | None = None, window: int | None = None, sinks: int = 0) -> Trace:
+    """The explorer's toy trace (:func:`ui.parts.toy_compute.toy_trace`, with the explorer's shared key/value heads
+    and sliding window) plus ``norms`` of every layer (its seeded W_O)."""
+    plain = n_kv_heads is None and window is None  # the trace other pages share, under the same cache key
+    return with_norms(toy_trace(settings) if plain else
+                      toy_trace(settings, n_kv_heads=n_kv_heads, window=window, sinks=sinks))
 
 
 def cut_notes(trace: Trace, settings) -> list[str]:

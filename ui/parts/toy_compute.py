@@ -18,12 +18,14 @@ from ..shell.i18n import _
 
 
 @memo("toy_trace")
-def toy_trace(settings: Settings, n_layers: int = 1, dropout: float = 0.0) -> Trace:
-    """The toy encoder's trace for these settings (raises ValueError on no tokens)."""
+def toy_trace(settings: Settings, n_layers: int = 1, dropout: float = 0.0, n_kv_heads: int | None = None,
+              window: int | None = None, sinks: int = 0) -> Trace:
+    """The toy encoder's trace for these settings (raises ValueError on no tokens); ``n_kv_heads`` shared key/value
+    heads (None: one per query head) and a sliding ``window`` with ``sinks`` (None: no window), the explorer's own."""
     config = EncoderConfig(d_model=settings.d_model, n_heads=settings.n_heads, d_ff=4 * settings.d_model,
-                           n_layers=n_layers, dropout=dropout, seed=settings.seed)
+                           n_layers=n_layers, dropout=dropout, seed=settings.seed, n_kv_heads=n_kv_heads)
     return run_toy(list(settings.sentences), config, tokenizer=settings.tokenizer, causal=settings.causal,
-                   padding=settings.padding, max_tokens=MAX_TOKENS)
+                   padding=settings.padding, max_tokens=MAX_TOKENS, window=window, sinks=sinks)
 
 
 def wordpiece_problem() -> str | None:
