@@ -129,7 +129,7 @@ def test_every_download_button_of_the_app_reruns_when_clicked():
     root = Path(__file__).resolve().parent.parent
     offenders = []
     for path in sorted([*(root / "ui").rglob("*.py"), *(root / "pages").glob("*.py")]):
-        if path.parts[-2] == "llm" or path.name == "downloads.py":  # ui/llm: another page's own (issue 37)
+        if path.name == "downloads.py":
             continue
         text = path.read_text(encoding="utf-8")
         if ".download_button(" in text or 'on_click="ignore"' in text:
