@@ -49,6 +49,10 @@ CELL_OUTLINE = "#ff2b2b"  # the chosen cell's frame (red: seen on Viridis and on
 SCREEN_ONLY_LINE = "rgba(255,43,43,0)"
 SCREEN_ONLY_CSS = ("<style>.js-plotly-plot .shapelayer path[style*='stroke: rgb(255, 43, 43)']"
                    "{stroke-opacity: 1 !important;}</style>")
+# px between an axis title and its tick labels: plotly.js measures from the labels' box to the title's baseline side,
+# so the descenders of "key" (above the key labels) and of "query" (turned, pointing at the row labels) need room
+# (with 4 px they ran ~1 px into '19: w19' and '6: because')
+TITLE_STANDOFF = 9
 # A system font, not the page's web font: the camera draws its PNG from an SVG image, which cannot use the page's
 # fonts, so with Streamlit's "Source Sans" the saved labels came out wider than laid out and ran into each other.
 FONT = "Arial, 'Liberation Sans', Helvetica, sans-serif"
@@ -213,7 +217,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     # focused head's draw in a browser profile, ~100 ms a click). Left: the widest y label, the tick gap,
     # the rotated axis title; top: the x labels (vertical: ~7 px a character) and the axis title.
     x_font, y_font = _tick_font(len(xticks)), _tick_font(len(yticks))
-    left = int(max((text_px(ticks_y[i], y_font) for i in yticks), default=0)) + 30
+    left = int(max((text_px(ticks_y[i], y_font) for i in yticks), default=0)) + 34
     # horizontal x labels only where each fits its column of the plot (the figure less the y labels and the colour
     # bar; a square plot is no wider than its height allows); otherwise vertical (never overlapping)
     plot_px = width_px - left - 70
@@ -228,13 +232,14 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         # t: room for the key labels (vertical: ~7 px a character) and the axis title; the modebar (the camera
         # alone, chart_config) sits in the top-right corner above the colour bar, where it covers no label
         meta=meta or {}, height=size, plot_bgcolor="#ffffff", font=dict(family=FONT),
-        margin=dict(l=left, r=10, t=(longest * 7 + 8 if angle else 18) + 30, b=10),  # 30: axis title + its gap
+        margin=dict(l=left, r=10, t=(longest * 7 + 8 if angle else 18) + 34, b=10),  # 34: axis title + its gap
         xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
-                   ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=4),
+                   ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=TITLE_STANDOFF),
                    tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=False,
                    tickfont=dict(size=x_font)),
         yaxis=dict(type="category", tickmode="array", tickvals=[ys[i] for i in yticks],
-                   ticktext=[ticks_y[i] for i in yticks], autorange="reversed", title=dict(text=row_title, standoff=4),
+                   ticktext=[ticks_y[i] for i in yticks], autorange="reversed",
+                   title=dict(text=row_title, standoff=TITLE_STANDOFF),
                    showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=False,
                    tickfont=dict(size=y_font)),
     )
