@@ -44,6 +44,9 @@ def describe(trace: Trace, batch: int, words_max: int = 90) -> str:
     if s.get("model") == "toy":
         model = _("toy encoder (random weights, seed {seed}), d_model={d_model}, {heads} heads").format(
             seed=s.get("seed"), d_model=s.get("d_model"), heads=s.get("n_heads"))
+        n_kv = s.get("n_kv_heads")
+        if isinstance(n_kv, int) and n_kv != s.get("n_heads"):
+            model += _(" on {n_kv} key/value heads").format(n_kv=n_kv)
     else:
         model = str(s.get("name") or s.get("model") or "model")
         if model == "minilm":
@@ -55,6 +58,8 @@ def describe(trace: Trace, batch: int, words_max: int = 90) -> str:
         model += _(", {heads} ablated ({mode})").format(heads=s["ablate"], mode=s.get("ablate_mode", "zero"))
     names = {"causal": _("causal"), "padding": _("padding")}
     masks = [names[m] for m in names if s.get(m)]
+    if isinstance(s.get("window"), int):  # the toy's sliding window with sinks (issue 36)
+        masks.append(_("sliding window (w = {w}, s = {s})").format(w=s["window"], s=s.get("sinks", 0)))
     mask = _("{names} mask").format(names=" + ".join(masks)) if masks else _("no mask")
     words = " ".join(trace.tokens[batch][: trace.lengths[batch]])
     if len(words) > words_max:

@@ -56,7 +56,7 @@ def show(settings: Settings, batch: int, head: int, tokens, rows: list[str]) -> 
     bound = float(np.abs(lab["masked"][visible]).max(initial=0)) or 1.0
     top = float(lab["weights"][visible].max(initial=0)) or 1.0
     cols = st.columns(3)
-    L.chart(L.mask_figure(visible, rows, rows, _("Sliding window w = {w}, s = {s} (True = may attend)").format(
+    L.chart(L.mask_figure(visible, rows, rows, _("Window w = {w}, s = {s} (True = may attend)").format(
         w=window, s=sinks), section="window"), "masks_window_mask", cols[0], "window_mask")
     L.chart(L.pattern_figure(lab["masked"], rows, rows, _("Masked scores (blocked = blank = −∞)"), visible=visible,
                              signed=True, zrange=(-bound, bound), section="window"), "masks_window_masked", cols[1],
