@@ -64,7 +64,7 @@ def summary(prompt: str) -> dict:
     return {"trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
                            stages={}, settings=trace.settings),
             "n_total": n_total, "ids": tuple(trace.settings["ids"]), "stats": stats, "grids": grids,
-            "logits": logits, "top": prediction["top"], "probs_last": prediction["probs"][-1].astype(np.float64)}
+            "logits": logits, "top": prediction["top"]}
 
 
 @memo("minilm_layer")
