@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..text.i18n import _, language
+from ..text.i18n import N_, _, language
 from ..text.tokenize import normalize_text
 from .trace import PATTERN_STAGES, Trace
 from .schema import Limits, check_document
@@ -95,6 +95,38 @@ class _HugeNumber(ValueError):
     """A whole number with more digits than :attr:`Limits.digits` (raised while parsing)."""
 
 
+# json's own messages (Python's English), in the session's language (issue 33: "Expecting value: line 1 column 1
+# (char 0)" on a Chinese page)
+_JSON_MESSAGES = {
+    "Expecting value": N_("a value was expected"),
+    "Expecting property name enclosed in double quotes": N_("a name in double quotes was expected"),
+    "Expecting ',' delimiter": N_("a comma was expected"),
+    "Expecting ':' delimiter": N_("a colon was expected"),
+    "Extra data": N_("more text follows the end of the document"),
+    "Unterminated string starting at": N_("a string is not closed"),
+    "Invalid control character at": N_("a string holds a control character"),
+    "Invalid \\escape": N_("a string holds an invalid backslash escape"),
+    "Invalid \\uXXXX escape": N_("a string holds an invalid \\u escape"),
+    "Illegal trailing comma before end of object": N_("a comma before the closing brace"),
+    "Illegal trailing comma before end of array": N_("a comma before the closing bracket"),
+}
+
+
+def json_error(err: json.JSONDecodeError, text: str) -> str:
+    """A JSON syntax error in one line of the session's language: an empty file, a truncated one, or what
+    is wrong where (line and column), never Python's English message."""
+    if not text.strip():
+        return _("not JSON: the file is empty")
+    if err.pos >= len(text.rstrip()) and err.msg in ("Expecting value", "Unterminated string starting at",
+                                                      "Expecting ',' delimiter", "Expecting ':' delimiter",
+                                                      "Expecting property name enclosed in double quotes"):
+        return _("not JSON: the file ends too early (it may have been cut off), at line {line}, column {col}").format(
+            line=err.lineno, col=err.colno)
+    what = _JSON_MESSAGES.get(err.msg)
+    return _("not JSON: {what} at line {line}, column {col}").format(
+        what=_(what) if what else err.msg[:120], line=err.lineno, col=err.colno)
+
+
 def _reader(limits: Limits):
     def parse_int(text: str) -> int:
         digits = len(text.lstrip("-"))
@@ -141,7 +173,9 @@ def trace_from_json(text: str | bytes, *, limits: Limits = Limits(),
         doc = json.loads(text, parse_int=_reader(limits))
     except _HugeNumber as err:
         raise ValueError(str(err)) from None
-    except ValueError as err:  # JSONDecodeError
+    except json.JSONDecodeError as err:
+        raise ValueError(json_error(err, text)) from None
+    except ValueError as err:
         raise ValueError(_("not JSON: {error}").format(error=str(err)[:160])) from None
     except RecursionError:
         raise ValueError(_("not a trace: it is nested far too deeply (a trace is 7 levels deep)")) from None

@@ -35,7 +35,15 @@ def causal_overview(fig, trace: Trace, period: int | None, color: str):
         scores = table[color].to_numpy().reshape(trace.n_layers, -1)
         source = SOURCES[color]
     if np.isnan(scores).all():
-        st.caption(_("No {score} score: the sequence does not repeat.").format(score=_(SCORES[color])))
+        n = trace.stage("weights", 0).shape[-1]
+        if color == "previous_token" or n < 2:  # the real reason (issue 33: seq=5 said "does not repeat")
+            why = _("the sequence has one token, so no query has a token before it")
+        elif period is None:
+            why = _("the sequence does not repeat")
+        else:
+            why = _("the sequence is too short for its period: an induction score needs at least {need} tokens "
+                    "(the period, {period}, and two more); it has {n}").format(need=period + 2, period=period, n=n)
+        st.caption(_("No {score} score: {why}.").format(score=_(SCORES[color]), why=why))
         return fig
     st.caption(_("Tiles fade as their **{score}** score on this sequence ({source}) falls; a red frame marks 0.25 or "
                  "more (thicker = higher).").format(score=_(SCORES[color]), source=_(source)))

@@ -53,7 +53,7 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
                  "the probabilities before filtering; the rest is one grey “other” bar, so the bars add up to 1."))
     bind_url("causal_temp", "temp", TEMPERATURES, 1.0, to_text=_text)
     bind_url("causal_top_k", "top_k", TOP_K, 10)
-    bind_url("causal_top_p", "top_p", TOP_P, "off", to_text=_text)
+    bind_url("causal_top_p", "top_p", TOP_P, "off", to_text=_text, aliases={1: "off"})  # p = 1 keeps every token
     bind_url("causal_pred_pos", "pred_pos", range(len(ids)), min(len(ids) - 1, (period or 0) + 2))
     bind_url("causal_sample_seed", "sample_seed", range(1000), 0)
     c1, c2, c3 = st.columns([2, 1.4, 1.4])

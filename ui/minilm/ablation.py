@@ -15,7 +15,7 @@ from transformer_core.figures import ablation as figs
 from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
-from ..parts.ablation_controls import MODE_NAMES, controls
+from ..parts.ablation_controls import MODE_NAMES, controls, file_stem
 from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import _
@@ -90,22 +90,25 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
         out = _effects(sentences, padding, heads, mode, batch, compared, reference)
         text = format_heads(heads)
         cos = float(out["cosine"][batch])
-        st.markdown(_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
-                      "one (1 = unchanged). Layers before {first} do not move; from layer {first} on:").format(
-            heads=format_heads(heads, ", "), mode=_(MODE_NAMES[mode]), b=batch, cos=f"{cos:.4f}", first=first))
+        said = (_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
+                  "one (1 = unchanged). Layers before {first} do not move; from layer {first} on:") if first else
+                _("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
+                  "one (1 = unchanged). Every layer can move, from layer 0 on:"))  # not "layers before 0" (issue 33)
+        st.markdown(said.format(heads=format_heads(heads, ", "), mode=_(MODE_NAMES[mode]), b=batch, cos=f"{cos:.4f}",
+                                first=first))
         long = [b for b, (seen, n) in enumerate(zip(out["embedding_tokens"], out["trace"].lengths)) if seen < n]
         if long:
             st.caption(_("Sentence {b} has {n} tokens: its embedding uses the first {cut}, as sentence-transformers "
                          "cuts all-MiniLM-L6-v2's input (max_seq_length = {cut}); the layers' shifts and weights use all "
                          "{n}.").format(b=long[0], n=out["trace"].lengths[long[0]], cut=out["embedding_tokens"][long[0]]))
         st.plotly_chart(figs.shift_figure(out["shift"][:, batch], cos, text, batch), key="minilm_ablate_shift",
-                        config=chart_config(f"ablation_{text}_shift", fmt))
+                        config=chart_config(f"ablation_{file_stem(heads)}_shift", fmt))
         layer = st.select_slider(_("Later layer to compare"), later, key="minilm_ablate_layer",
                                  help=_("Its attention weights, intact (top row) beside ablated (bottom row)."))
         tr = out["trace"]
         st.plotly_chart(figs.weights_beside(out["weights"]["intact"], out["weights"]["ablated"], tr.tokens[batch],
                                             layer=layer, visible=tr.visible(batch)),
-                        key="minilm_ablate_weights", config=chart_config(f"ablation_{text}_L{layer}_weights", fmt))
+                        key="minilm_ablate_weights", config=chart_config(f"ablation_{file_stem(heads)}_L{layer}_weights", fmt))
         if len(sentences) > 1:
             near = out["nearest"]
             st.dataframe(pd.DataFrame({
@@ -115,14 +118,14 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
                 _("changed"): [a != b for a, b in zip(near["intact"], near["ablated"])]}),
                 hide_index=True, key="minilm_ablate_nearest",
                 column_config={_("cosine ablated·intact"): st.column_config.NumberColumn(format="%.5f")})
-        _downloads(out, text, mode, labels)
+        _downloads(out, text, mode, labels, file_stem(heads))
     else:
         st.caption(_("Pick heads above (or turn on **Click tiles to ablate heads** by the overview) to see what "
                      "removing them does."))
     _rank(sentences, padding, batch, mode, fmt, reference)
 
 
-def _downloads(out: dict, text: str, mode: str, labels) -> None:
+def _downloads(out: dict, text: str, mode: str, labels, stem: str) -> None:
     frame = pd.DataFrame(out["shift"].T, columns=[f"layer {i} shift" for i in range(out["shift"].shape[0])])
     frame.insert(0, "cosine", out["cosine"])
     frame.insert(0, "sentence", list(labels))
@@ -131,9 +134,9 @@ def _downloads(out: dict, text: str, mode: str, labels) -> None:
             "shift_by_layer": out["shift"].tolist(), "nearest": out["nearest"]}
     c1, c2 = st.columns(2)
     download_button(c1, "⬇ " + _("Effects as CSV"), csv_file(frame.to_csv(index=False)),
-                       file_name=f"ablation_{text}.csv",
+                       file_name=f"ablation_{stem}.csv",
                        mime="text/csv", key="minilm_ablate_csv", width="stretch")
-    download_button(c2, "⬇ " + _("Effects as JSON"), json.dumps(data, indent=1), file_name=f"ablation_{text}.json",
+    download_button(c2, "⬇ " + _("Effects as JSON"), json.dumps(data, indent=1), file_name=f"ablation_{stem}.json",
                        mime="application/json", key="minilm_ablate_json", width="stretch")
 
 

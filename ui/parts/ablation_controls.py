@@ -134,3 +134,12 @@ def controls(prefix: str, n_layers: int, n_heads: int, default: tuple[str, ...])
     modes = {m: _(label) for m, label in MODE_LABELS.items()}  # translated now (format_func may run later)
     mode = c2.radio(_("Ablation"), MODES, key=f"{prefix}ablate_mode", format_func=modes.get, horizontal=False)
     return parse_heads(",".join(picked), n_layers, n_heads), mode
+
+
+def file_stem(heads, most: int = 48) -> str:
+    """The heads' part of a download's or chart's file name: every head (``L3H7,L4H2``) while short, else the first
+    three and a count (``L0H0,L0H1,L0H2+69more``): 72 heads made a 384-character name (issue 33)."""
+    text = format_heads(heads)
+    if len(text) <= most:
+        return text
+    return f"{format_heads(heads[:3])}+{len(heads) - 3}more"

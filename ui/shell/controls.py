@@ -94,6 +94,20 @@ def split_sentences(text: str) -> tuple[tuple[str, ...], list[str]]:
     return tuple(lines), notes
 
 
+def _whole(raw) -> int | None:
+    """A URL's whole number: ``64``, also written ``64.0`` or ``6.4e1`` (equal numbers are accepted), else None."""
+    text = str(raw).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() and abs(value) < 2**53 else None
+
+
 def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, list[str]]:
     """Validate URL parameters; return settings (defaults where missing or bad) and notes.
 
@@ -122,9 +136,12 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         raw = get(key)
         if raw is None:
             continue
+        # d_model is one of a list, so a number equal to one is taken (32.0); a seed is typed as a whole number
         try:
-            number = int(str(raw).strip())
+            number = int(str(raw).strip()) if key == "seed" else _whole(raw)
         except ValueError:
+            number = None
+        if number is None:
             bad(key, raw, _("not a whole number"))
             continue
         if key == "d_model" and number not in D_MODEL_CHOICES:
@@ -134,10 +151,7 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         else:
             values[key] = number
     if (raw := get("n_heads")) is not None:
-        try:
-            number = int(str(raw).strip())
-        except ValueError:
-            number = None
+        number = _whole(raw)
         choices = head_choices(values["d_model"])
         if number in choices:
             values["n_heads"] = number

@@ -45,6 +45,13 @@ def from_locale(locale: str | None) -> str:
     return "zh" if locale and str(locale).lower().replace("_", "-").split("-")[0] == "zh" else DEFAULT
 
 
+def from_code(code: str | None) -> str | None:
+    """A ``?lang=`` value → the app's language: ``zh``, ``zh-CN``, ``zh_cn``, ``zh-Hans``, ``zh-Hant-TW`` → ``"zh"``;
+    ``en``, ``en-US`` → ``"en"`` (as a browser's locale is read, :func:`from_locale`); anything else → None."""
+    first = str(code or "").strip().lower().replace("_", "-").split("-")[0]
+    return first if first in LANGUAGES else None
+
+
 def browser_language() -> str:
     """``"zh"`` when the browser asks for Chinese, else ``"en"``."""
     try:
@@ -62,7 +69,7 @@ def language() -> str:
         raw = st.query_params.get(URL)
     except Exception:  # noqa: BLE001  (no script run: pure functions called from tests)
         return DEFAULT
-    return raw if raw in LANGUAGES else browser_language()
+    return from_code(raw) or browser_language()
 
 
 def resend_label(key: str) -> None:

@@ -10,12 +10,15 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from .i18n import KEY, LANGUAGES, URL, _, browser_language, language
+from .i18n import KEY, LANGUAGES, URL, _, browser_language, from_code, language
 from .url import bind_url
 
 
 def switch() -> None:
     """The sidebar's language switch, bound to ``?lang=`` (drawn by ``ui.shell.controls.sidebar``)."""
+    raw = st.query_params.get(URL)
+    if raw is not None and raw not in LANGUAGES and (code := from_code(raw)):  # zh-CN, zh-Hans → zh
+        st.query_params[URL] = code
     bind_url(KEY, URL, tuple(LANGUAGES), browser_language())
     st.radio("Language / 语言", tuple(LANGUAGES), format_func=LANGUAGES.get, key=KEY, horizontal=True,
              label_visibility="collapsed")

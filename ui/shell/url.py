@@ -1,7 +1,8 @@
 """URL binding of a page's own widgets (``?stage=…``, ``?head=…``): read on a fresh session, written back on every run."""
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 
 import streamlit as st
 
@@ -26,13 +27,58 @@ def sent_by_browser(key: str) -> bool:
     return any(str(wid).endswith(f"-{key}") for wid in states)
 
 
-def _from_url(url: str, options: Sequence, default, to_text: Callable):
-    raw = st.query_params.get(url)
-    return next((o for o in options if to_text(o) == str(raw)), default)
+_MISSING = object()
+
+
+def _number(text) -> float | None:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def match(raw, options: Sequence, to_text: Callable = str, aliases: Mapping | None = None):
+    """The option ``raw`` (a URL value) names, else ``_MISSING``: its text, or a number equal to a numeric option
+    (``temp=1.0``, ``0.50`` or ``1e2`` for 1, 0.5 and 100; issue 33), or a number ``aliases`` maps to an option
+    (``top_p=1`` keeps every token: ``{1: "off"}``)."""
+    text = str(raw)
+    for option in options:
+        if to_text(option) == text:
+            return option
+    number = _number(text)
+    if number is None:
+        return _MISSING
+    for value, option in (aliases or {}).items():
+        if float(value) == number:
+            return option
+    for option in options:
+        if isinstance(option, int | float) and not isinstance(option, bool) and float(option) == number:
+            return option
+    return _MISSING
+
+
+def describe(options: Sequence, to_text: Callable = str, most: int = 12) -> str:
+    """The valid values for a note, in full: a run of whole numbers as ``first–last`` (``0–31``), else every
+    option, or the first ones, ``…`` and the last when there are more than ``most`` (issue 33: a note listed
+    only the first 12, with no ``…``)."""
+    texts = [to_text(o) for o in options]
+    if len(texts) > 2 and all(t.lstrip("-").isdigit() for t in texts):
+        numbers = [int(t) for t in texts]
+        if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+            return f"{numbers[0]}–{numbers[-1]}"
+    if len(texts) <= most:
+        return ", ".join(texts)
+    return ", ".join(texts[:most - 2]) + ", …, " + texts[-1]
+
+
+def _from_url(url: str, options: Sequence, default, to_text: Callable, aliases: Mapping | None = None):
+    found = match(st.query_params.get(url), options, to_text, aliases)
+    return default if found is _MISSING else found
 
 
 def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable = str,
-             labels: Sequence[str] | None = None):
+             labels: Sequence[str] | None = None, aliases: Mapping | None = None):
     """Seed the widget state ``st.session_state[key]`` from ``?url=…`` and keep the URL in step.
 
     Call just before creating the widget with ``key``. The URL is read only while the widget has
@@ -53,7 +99,7 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     """
     ss = st.session_state
     if moved_this_run() and key not in ss:  # a new session that already shows a page (ui/shell/failover.py)
-        found = _from_url(url, options, default, to_text)
+        found = _from_url(url, options, default, to_text, aliases)
         if sent_by_browser(key):  # the widget gets the browser's value; sections read this one until it is drawn
             ss.setdefault("_moved_fallback", {})[key] = found
             return found
@@ -65,13 +111,12 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
         ss[seen] = shown
         if relabel:
             ss[key] = ss[key] if ss[key] in options else default  # re-sent with the current label
-    texts = {to_text(o): o for o in options}
     if key not in ss and (raw := st.query_params.get(url)) is not None:
-        if str(raw) in texts:
-            ss[key] = texts[str(raw)]
+        if (found := match(raw, options, to_text, aliases)) is not _MISSING:
+            ss[key] = found
         else:
             st.warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
-                param=plain(f"{url}={str(raw)[:40]}"), options=plain(", ".join(list(texts)[:12])),
+                param=plain(f"{url}={str(raw)[:40]}"), options=plain(describe(options, to_text)),
                 default=plain(to_text(default))), icon=":material/warning:")
     if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
         ss[key] = default
