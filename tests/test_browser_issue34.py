@@ -112,3 +112,54 @@ def test_camera_saves_the_focused_head_without_the_explained_cells_outline(serve
     red, paths = red_pixels(png), visible_outlines_in_svg(svg)
     assert (red, paths) == (0, []), (f"{red} outline pixels in the PNG", paths)  # before the fix: 2,200+ and one path
     print(f"\ncamera PNG: {red_pixels(png)} outline pixels; SVG: no visible outline path; on screen: {on_screen}")
+
+
+# Every drawn text of every chart on the page, per chart (tick labels, axis titles, annotations), as
+# tests/test_slide_layout.py measures them: [left, top, right, bottom, text, class].
+CHART_TEXTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => ({
+    meta: (d.layout && d.layout.meta) || {},
+    texts: Array.from(d.querySelectorAll('text')).filter(t => t.textContent.trim()
+            && t.getBoundingClientRect().width > 0 && getComputedStyle(t).visibility !== 'hidden'
+            && !t.closest('.hoverlayer, .modebar, .legend'))
+        .map(t => { const r = t.getBoundingClientRect();
+                    return [r.left, r.top, r.right, r.bottom, t.textContent, t.getAttribute('class') || '']; })
+}))"""
+
+
+def overlapping(texts: list, slack: float = 0.5) -> list[tuple]:
+    pairs = []
+    for i, a in enumerate(texts):
+        for b in texts[i + 1:]:
+            if min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack:
+                pairs.append((a[4], b[4]))
+    return pairs
+
+
+def words(n: int) -> str:
+    return " ".join(f"w{i}" for i in range(n))
+
+
+LONG_WORDS = "The animal didn't cross the street because it was too tired and everyone waited for it patiently " \
+             "until the evening came"  # 21 word-level tokens, long ones
+
+
+@pytest.mark.parametrize("path, query, name", [
+    ("/masks_lab", {"text": words(14)}, "masks_14"),
+    ("/masks_lab", {"text": words(24)}, "masks_24"),
+    ("/masks_lab", {"text": LONG_WORDS}, "masks_long_words"),
+    ("/", {"text": TWELVE}, "explorer_12"),
+    ("/pipeline", {"text": TWELVE}, "pipeline_12"),
+    ("/minilm", {"text": " ".join(["the cat"] * 66), "view": "rollout"}, "minilm_rollout_134"),  # + [CLS], [SEP]
+])
+def test_no_two_labels_of_a_chart_overlap(server, chromium, tmp_path, path, query, name):
+    """Issue 34 item 1 (part): tick labels, axis titles and captions of each chart never lie over each other."""
+    page = visit(chromium, f"{server}{path}?" + urllib.parse.urlencode(query))
+    charts = page.evaluate(CHART_TEXTS)
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    found = {i: overlapping(c["texts"]) for i, c in enumerate(charts)}
+    found = {i: p for i, p in found.items() if p}
+    page.close()
+    counted = sum(len(c["texts"]) for c in charts)
+    print(f"\n{name}: {len(charts)} charts, {counted} texts, overlapping pairs: "
+          f"{ {i: (len(p), p[:3]) for i, p in found.items()} }")
+    assert charts and not found, {i: (charts[i]["meta"], len(p), p[:5]) for i, p in found.items()}

@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..text.i18n import N_, _
-from .stage import SEQUENTIAL, label, short_label, tick_positions
+from .stage import SEQUENTIAL, TITLE_STANDOFF, fitted_positions, label, short_label
+from .text_size import display_width
 
 VIEW_TITLES = {
     "rollout": N_("Attention rollout"),
@@ -27,7 +28,7 @@ VIEW_UNITS = {  # the colour bar's title: what the numbers of the left matrix ar
 
 
 def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view: str, *, batch: int = 0,
-                         last_layer: int = 5, height: int = 430) -> go.Figure:
+                         last_layer: int = 5, height: int = 430, width_px: int = 820) -> go.Figure:
     """``values [n, n]`` (rollout or flow: rows = output positions after the last layer, columns = input
     tokens) beside ``last_mean [n, n]`` (the last layer's weights averaged over heads), on one colour range.
 
@@ -49,7 +50,13 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     zrange = (0.0, top if top > 0 else 1.0)
     labels = [label(t, i) for i, t in enumerate(tokens)]
     ticks = [short_label(t, i) for i, t in enumerate(tokens)]
-    shown = tick_positions(n)
+    # every k-th label where one per row or column would not fit (issue 34: at 134 tokens the query labels ran into
+    # one grey block): the plot is about the figure's height less the input labels under it, and half its width
+    font = 10
+    depth = max((display_width(t) for t in ticks), default=1) * 6.5 + 30 if n > 8 else 30
+    # (font + 2: the page's own font, not the figures' system font, draws these labels a little larger)
+    rows_shown = fitted_positions(n, height - 50 - depth, font + 2)
+    cols_shown = fitted_positions(n, (width_px - 300) / 2, font + 2) if n > 8 else list(range(n))
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.05, subplot_titles=(
         _("{view}: input tokens reaching each output").format(view=_(VIEW_TITLES[view])),
         _("Layer {layer} only: mean weight over heads").format(layer=last_layer)))
@@ -58,16 +65,21 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
             z=matrix, x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=what,
             hovertemplate=_("output") + " %{y}<br>" + _("input") + f" %{{x}}<br>{what} %{{z:.4f}}<extra></extra>"),
             row=1, col=col)
-        fig.update_xaxes(type="category", tickmode="array", tickvals=[labels[i] for i in shown],
-                         ticktext=[ticks[i] for i in shown], side="bottom", tickangle=-90 if n > 8 else 0,
-                         title=dict(text=_("input token") if col == 1 else _("key"), standoff=4), row=1, col=col)
-        fig.update_yaxes(type="category", tickmode="array", tickvals=[labels[i] for i in shown],
-                         ticktext=[ticks[i] for i in shown], autorange="reversed", showticklabels=col == 1,
-                         title=dict(text=_("output position (query)") if col == 1 else "", standoff=4), row=1, col=col)
+        fig.update_xaxes(type="category", tickmode="array", tickvals=[labels[i] for i in cols_shown],
+                         ticktext=[ticks[i] for i in cols_shown], side="bottom", tickangle=-90 if n > 8 else 0,
+                         tickfont=dict(size=font),
+                         title=dict(text=_("input token") if col == 1 else _("key"), standoff=TITLE_STANDOFF),
+                         row=1, col=col)
+        fig.update_yaxes(type="category", tickmode="array", tickvals=[labels[i] for i in rows_shown],
+                         ticktext=[ticks[i] for i in rows_shown], autorange="reversed", showticklabels=col == 1,
+                         tickfont=dict(size=font),
+                         title=dict(text=_("output position (query)") if col == 1 else "", standoff=TITLE_STANDOFF),
+                         row=1, col=col)
     fig.update_layout(
         height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#ffffff",
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=zrange[0], cmax=zrange[1],
-                       colorbar=dict(thickness=10, len=0.9, title=dict(text=_(VIEW_UNITS[view]), font=dict(size=11)))),
+                       colorbar=dict(thickness=10, len=0.9, title=dict(text=_(VIEW_UNITS[view]), font=dict(size=11)),
+                                     ticklabelposition="outside bottom")),
         meta={"stage": view, "batch": batch, "n": n, "zrange": list(zrange), "last_layer": last_layer})
     fig.update_annotations(font_size=12)
     return fig

@@ -14,6 +14,7 @@ screen. Conventions (plotly.py #4215: categorical axes merge repeated labels):
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -145,6 +146,14 @@ def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
     return list(range(0, n, step))
 
 
+def fitted_positions(n: int, axis_px: float, font_px: float, max_ticks: int = MAX_TICKS) -> list[int]:
+    """:func:`tick_positions`, thinned further (every k-th) so that labels ``font_px`` high, stacked across an axis
+    about ``axis_px`` long, never touch: a label's box is ~1.2 × its font size across (issue 34: the masks lab's key
+    labels at 14 and 24 tokens, MiniLM's rollout query labels at 134 tokens ran into one block)."""
+    step = max(-(-n // max_ticks), math.ceil(1.25 * font_px / max(axis_px / max(n, 1), 1e-6)))
+    return list(range(0, n, max(1, step)))
+
+
 def _tick_font(n: int) -> int:
     """Tick font size (px) for ``n`` labels on a ~500-px axis (~650 px beyond :data:`WIDE_TOKENS`): never below 10."""
     return 12 if n <= 16 else 11 if n <= 28 else 10
@@ -163,7 +172,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
             height: int | None = None, show_scale: bool = True, scale_title: str = "",
             row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
             empty_note: str = "no visible key: weights 0", width_px: int = FOCUS_WIDTH_PX,
-            customdata: np.ndarray | None = None, square: bool = False) -> go.Figure:
+            customdata: np.ndarray | None = None, square: bool = False, fit_ticks: bool = False) -> go.Figure:
     """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
 
     ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
@@ -173,6 +182,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     ``width_px``: about how wide the figure is drawn; x labels that would not fit turn vertical.
     ``customdata`` (``[rows, cols]``): the values the hover names when ``matrix`` holds rescaled colours.
     ``square``: cells stay square whatever width the browser gives the figure (``scaleanchor``).
+    ``fit_ticks``: label every k-th row and column where the figure (``width_px`` × its height) is too small for
+    every label (:func:`fitted_positions`; for narrow panels such as the lessons').
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     n_rows, n_cols = matrix.shape
@@ -189,7 +200,9 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     heat = dict(
         type="heatmap", name="values", z=blank_blocked(matrix, visible), x=xs, y=ys,
         zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=xgap, ygap=ygap, showscale=show_scale,
-        colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10), title=dict(text=scale_title, font=dict(size=11))),
+        # tick labels under their ticks: the top one (the largest value) stays below the bar's title (issue 34)
+        colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10), title=dict(text=scale_title, font=dict(size=11)),
+                      ticklabelposition="outside bottom"),
         hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{z:.4f}}<extra></extra>",
     )
     if customdata is not None:  # colours rescaled: the hover names the value itself
@@ -224,6 +237,13 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     if square:
         plot_px = min(plot_px, size - 110)
     angle = 0 if longest * 7 <= plot_px / max(1, len(xticks)) else -90
+    if fit_ticks:  # narrow panels: every k-th label where a label per row or column would not fit (issue 34)
+        plot_h = size - ((longest * 7 + 8 if angle else 18) + 34) - 70  # less the labels above and the caption
+        if square:
+            plot_h = min(plot_h, plot_px)
+        if angle:  # horizontal labels fit their columns by construction
+            xticks = fitted_positions(n_cols, plot_px, x_font)
+        yticks = fitted_positions(n_rows, plot_h, y_font)
     layout = dict(
         # automargin: the title pushes the plot down instead of sitting on the top tick labels
         # a caption under the plot, as in a textbook figure (automargin: room is made for it)

@@ -125,7 +125,7 @@ def mask_figure(mask: np.ndarray, rows: list[str], cols: list[str], title: str, 
     """A boolean mask as a two-colour matrix: 1 = may attend (blue), 0 = blocked (grey)."""
     mask = np.asarray(mask, bool)
     fig = figures.heatmap(mask.astype(np.float32), rows, cols, zrange=(0.0, 1.0), colorscale=MASK_COLOURS,
-                          title=title, meta={"kind": "mask", **meta}, width_px=PANEL_WIDTH_PX)
+                          title=title, meta={"kind": "mask", **meta}, width_px=PANEL_WIDTH_PX, fit_ticks=True)
     words = np.where(mask, _("may attend"), _("blocked"))
     where = np.dstack(np.broadcast_arrays(np.asarray(rows, object)[:, None], np.asarray(cols, object)[None, :]))
     fig.update_traces(selector=dict(type="heatmap"), text=words.tolist(), customdata=where,
@@ -153,7 +153,7 @@ def pattern_figure(matrix: np.ndarray, rows: list[str], cols: list[str], title: 
                                    colorscale=figures.DIVERGING if signed else figures.SEQUENTIAL, title=title,
                                    height=height, show_scale=show_scale,
                                    empty_note=empty_note or _("no visible key: weights 0"),
-                                   meta={"kind": "pattern", **meta}, width_px=PANEL_WIDTH_PX))
+                                   meta={"kind": "pattern", **meta}, width_px=PANEL_WIDTH_PX, fit_ticks=True))
 
 
 def feature_figure(matrix: np.ndarray, rows: list[str], title: str, *, n_heads: int | None = None,
