@@ -28,4 +28,6 @@ def download_button(target, label: str, data, *, key: str, **kwargs) -> bool:
     if clicked and moved_this_run():
         st.session_state["_moved_download"] = True  # kept if the run is redrawn at once (failover.notice_if_moved)
         target.warning(_(AGAIN), icon=":material/download:")
+        # and where it is seen for sure: a button inside an expander is hidden again when the page is redrawn
+        st.toast(_(AGAIN), icon=":material/download:", duration="long")
     return clicked
