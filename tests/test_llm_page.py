@@ -79,6 +79,8 @@ def test_generation_table_is_the_cached_generation_of_the_core():
     from transformer_core.analysis.smollm2_generate import generate
 
     at = open_page(n_new="4", decode="sample", gen_seed="7", temp="0.7", top_k="20", top_p="0.9")
+    assert not any("#1" in d.value.columns for d in at.dataframe)  # generated on request only
+    at.button(key="llm_gen_button").click().run()
     core = generate(IOI, 4, greedy=False, temperature=0.7, k=20, p=0.9, seed=7)
     table = next(d.value for d in at.dataframe if "#1" in d.value.columns)
     assert list(table.iloc[:, 1]) == core["labels"]

@@ -62,8 +62,11 @@ def section() -> None:
                  "ablation is private to this run.").format(prompt=IOI_PROMPT))
     heads, mode = _controls()
     reference = _reference(mode)
-    out = compute.effect(heads, mode, reference)
-    intact, ablated = out["intact"], out["ablated"]
+    if heads:
+        out = compute.effect(heads, mode, reference)
+        intact, ablated = out["intact"], out["ablated"]
+    else:  # nothing ablated: the intact numbers come from the page's cached run of the prompt
+        intact, ablated = compute.ioi_intact(), None
     mary, john = TARGETS
     if heads:
         st.markdown(_("**Ablating {heads}** ({mode}): p(“Mary”) **{m0}** → **{m1}**, p(“John”) **{j0}** → **{j1}**.")
@@ -74,8 +77,8 @@ def section() -> None:
         st.markdown(_("Intact: p(“Mary”) = **{m0}**, p(“John”) = **{j0}**. Pick heads above to ablate them.").format(
             m0=number(intact["targets"][mary], ".3f"), j0=number(intact["targets"][john], ".3f")))
     rows = [{N_("rank"): r + 1, N_("intact"): f"{a[0]}  {number(a[2], '.3f')}",
-             N_("ablated"): f"{b[0]}  {number(b[2], '.3f')}"} for r, (a, b) in enumerate(zip(intact["top"],
-                                                                                             ablated["top"]))]
+             **({N_("ablated"): f"{ablated['top'][r][0]}  {number(ablated['top'][r][2], '.3f')}"} if ablated else {})}
+            for r, a in enumerate(intact["top"])]
     st.dataframe(pd.DataFrame(rows).rename(columns=lambda c: _(c)), hide_index=True, key="llm_ablate_top")
     data = {"prompt": IOI_PROMPT, "ablate": format_heads(heads), "mode": mode, "reference": reference,
             "intact": intact, "ablated": ablated}

@@ -95,6 +95,20 @@ def generation(prompt: str, n_new: int, greedy: bool, temperature: float, k: int
         return generate(ids, n_new, greedy=greedy, temperature=temperature, k=k, p=p, seed=seed, use_cache=True)
 
 
+def ioi_intact() -> dict:
+    """The intact model's next word after the IOI prompt, from its cached :func:`summary` (no extra forward pass):
+    ``{"targets": {" Mary": p, " John": p}, "top": [(label, id, p)] × 5}`` at T = 1, as
+    :func:`~transformer_core.analysis.ablation_smollm2.ablation_effect` gives ``"intact"``."""
+    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, TARGETS, target_ids
+    from transformer_core.analysis.predictions import softmax_t
+
+    _net, tokenizer = model()
+    probs = softmax_t(summary(IOI_PROMPT)["logits"], 1.0)  # [vocab] float64
+    best = np.argsort(-probs, kind="stable")[:5]
+    return {"targets": {t: float(probs[i]) for t, i in zip(TARGETS, target_ids(TARGETS, tokenizer))},
+            "top": [(token_label(int(i)), int(i), float(probs[i])) for i in best]}
+
+
 @memo("minilm_summary")
 def effect(heads: tuple, mode: str, reference: str) -> dict:
     """:func:`~transformer_core.analysis.ablation_smollm2.ablation_effect` on the IOI prompt."""

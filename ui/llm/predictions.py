@@ -107,7 +107,13 @@ def generation(prompt: str, t: float, k: int | None, p: float | None) -> None:
                       horizontal=True)
     seed = c3.number_input(_("Sampling seed"), 0, 999, key="llm_gen_seed", disabled=decode == "greedy")
     greedy = decode == "greedy"
-    out = compute.generation(prompt, int(n_new), greedy, t, k, p, int(seed))
+    ss, key = st.session_state, (prompt, int(n_new), greedy, t, k, p, int(seed))
+    if st.button(_("Generate"), key="llm_gen_button", icon=":material/play_arrow:"):
+        ss["llm_gen"] = (key, compute.generation(*key))  # on request: n + 1 forward passes
+    if ss.get("llm_gen", (None,))[0] != key:
+        st.caption(_("Press **Generate** to continue the prompt by {n} tokens with these settings.").format(n=n_new))
+        return
+    out = ss["llm_gen"][1]
     how = (_("greedy: each step takes the most probable token") if greedy else
            _("sampled with T = {t}, top-k {k}, top-p {p} (Hugging Face's order), seed {seed}").format(
                t=_text(t), k=k if k is not None else _("off"), p=_text(p) if p is not None else _("off"), seed=seed))
