@@ -14,14 +14,15 @@ screen. Conventions (plotly.py #4215: categorical axes merge repeated labels):
 from __future__ import annotations
 
 import html
-import math
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..records.trace import PATTERN_STAGES, Trace
 from ..text.i18n import N_, _
+from .files import chart_config, figure_filename  # noqa: F401  (re-exported: pages import them from here)
 from .text_size import display_width, text_px, wrap
+from .ticks import MAX_TICKS, fitted_positions, tick_positions  # noqa: F401  (re-exported)
 
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"
@@ -37,7 +38,6 @@ STAGE_TITLES = {
 STAGE_SHORT = {"q": "q", "k": "k", "v": "v", "scores": N_("score"), "masked_scores": N_("score"), "weights": N_("weight"),
                "context": "context", "norms": "norm"}
 EMPTY_ROW_MARK = "⊘"
-MAX_TICKS = 64  # every token labelled up to 64 per axis; beyond, every k-th (the hover names them all)
 TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)
 GAP_MAX_CELLS = 8  # 1-px gaps only while cells are ≥ ~40 px, so gaps stay under ~5 % of a figure (plotly.py #746)
 CELL_MARKERS_MAX = 32  # tokens up to which the focused heatmap carries a click marker per cell
@@ -138,20 +138,6 @@ def range_note(stage: str, zrange: tuple[float, float], fixed: bool = False) -> 
     if low == -high:
         return _("colours {low} – {high}, symmetric around 0").format(low=f"{low:.3g}", high=f"{high:.3g}")
     return _("colours {low} – {high}").format(low=f"{low:.3g}", high=f"{high:.3g}")
-
-
-def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
-    """Positions to label on an axis of ``n``: all of them up to ``max_ticks``, else every k-th."""
-    step = -(-n // max_ticks)  # ceil
-    return list(range(0, n, step))
-
-
-def fitted_positions(n: int, axis_px: float, font_px: float, max_ticks: int = MAX_TICKS) -> list[int]:
-    """:func:`tick_positions`, thinned further (every k-th) so that labels ``font_px`` high, stacked across an axis
-    about ``axis_px`` long, never touch: a label's box is ~1.2 × its font size across (issue 34: the masks lab's key
-    labels at 14 and 24 tokens, MiniLM's rollout query labels at 134 tokens ran into one block)."""
-    step = max(-(-n // max_ticks), math.ceil(1.25 * font_px / max(axis_px / max(n, 1), 1e-6)))
-    return list(range(0, n, max(1, step)))
 
 
 def _tick_font(n: int) -> int:
@@ -398,22 +384,3 @@ def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> N
         hovertemplate=_("query") + " %{y}<br>" + _("key") + " %{x}<br>%{text}<br><b>" + _("click to explain")
         + "</b><extra></extra>"))
     fig.update_layout(clickmode="event+select", hovermode="closest", dragmode=False)
-
-
-def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tuple[str, ...], ext: str = "") -> str:
-    """A meaningful file name: ``weights_L0_H3_the-cat-sat`` (+ ``.ext``)."""
-    words = [t for t in tokens if t.isalnum()][:4] or ["text"]
-    slug = "-".join(w.lower() for w in words)[:40]
-    parts = [stage] + ([f"L{layer}"] if layer is not None else []) + ([f"H{head}"] if head is not None else []) + [slug]
-    return "_".join(parts) + (f".{ext}" if ext else "")
-
-
-def chart_config(filename: str, fmt: str = "png") -> dict:
-    """``st.plotly_chart``/``fig.show`` config: the modebar camera saves the figure as drawn, at twice its pixels.
-
-    ``width``/``height`` ``None`` (null): plotly.js keeps the graph's current size, so square cells stay square
-    and nothing is re-laid out (a fixed 1280×720 stretched the cells to 16:9); the focused head carries its
-    title, sentence and settings on screen (:func:`title_and_caption`), so its image does too.
-    """
-    return {"displaylogo": False, "modeBarButtons": [["toImage"]],  # the camera only: a full toolbar covered titles
-            "toImageButtonOptions": {"format": fmt, "filename": filename, "width": None, "height": None, "scale": 2}}

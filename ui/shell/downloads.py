@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .failover import moved_this_run
-from .i18n import N_, _
-
-AGAIN = N_("The page moved to another server as you clicked, so this file did not come. Click the button again: "
-           "it now downloads from this server.")
+from .failover import AGAIN, moved_this_run
+from .i18n import _
 
 
 def download_button(target, label: str, data, *, key: str, **kwargs) -> bool:

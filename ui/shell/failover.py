@@ -21,6 +21,8 @@ from .i18n import N_, _
 MESSAGE = N_("**Reconnected to another server.** The server this page was on went away, so it now runs on "
            "another one. Your sentences, settings and view came back from the page's address; an uploaded "
            "trace has to be uploaded again, and a download clicked as the page moved has to be clicked again.")
+AGAIN = N_("The page moved to another server as you clicked, so this file did not come. Click the button again: "
+           "it now downloads from this server.")  # said by ui.shell.downloads at the button, and here after a redraw
 
 
 def asked_for_old_session(protocol_header: str | None) -> bool:
@@ -42,8 +44,6 @@ def notice_if_moved() -> None:
         if ss.pop("_moved_rerun", False):  # the first run was redrawn at once (ui.shell.url.settle_moved_run)
             st.info(_(MESSAGE), icon=":material/sync_problem:")
             if ss.pop("_moved_download", False):  # ui.shell.downloads: the click that moved the page was a download
-                from .downloads import AGAIN
-
                 st.warning(_(AGAIN), icon=":material/download:")
     if phase is not None:
         return
