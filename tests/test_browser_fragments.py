@@ -164,7 +164,9 @@ def click_tile(index: int):
 def test_minilm_tile_reruns_the_overview_and_head_view_only(app):
     page, frames = open_page(app, "/minilm", text=TWELVE)
     stats = "[data-testid='stDataFrame']"
+    page.wait_for_selector(stats, timeout=120_000)  # under load the table was not drawn yet, so nothing compared
     stats_before = page.evaluate(OUTSIDE, stats)
+    assert stats_before, "the per-head statistics table is drawn"
     sent = sent_after(page, frames, click_tile(2 * 12 + 5), focus_is("weights", 5, 2))
     assert SIDEBAR not in sent and b"Per-head statistics" not in sent
     assert page.evaluate(OUTSIDE, stats)[:1] == stats_before[:1]
