@@ -181,3 +181,6 @@ def test_ablation_and_ranking_match_the_core():
     assert attend["layout"]["meta"]["heads"] == rank["layout"]["meta"]["order"][:6]
     rows = np.array(decode(attend["data"][0]["z"]), float)
     assert rows.shape == (6, 14) and np.allclose(rows.sum(axis=1), 1.0, atol=1e-4)
+    # the caption names, from these rows, the head with the most weight on "Mary" (position 1)
+    best = rank["layout"]["meta"]["order"][:6][int(np.argmax(rows[:, 1]))]
+    assert f"The most on “Mary”: {best} ({rows[:, 1].max():.2f})" in texts(at)

@@ -118,10 +118,16 @@ def _rank(mode: str, reference: str) -> None:
     share = [float(last["rows"][lay, h, mary_pos].sum()) for lay, h in top]
     st.plotly_chart(attend_figure(rows, names, tokens), key="llm_attend_chart",
                     config=chart_config(f"smollm2_attend_{mode}", fmt))
-    st.caption(_("The last token “to” of the {n} heads that matter most: weight on “Mary” {shares}. A head that "
-                 "copies the answer looks at “Mary”; others look at “John” (to suppress it) or at the first token "
-                 "(the sink).").format(n=len(top), shares=", ".join(f"{n} {number(s, '.2f')}"
-                                                                     for n, s in zip(names, share))))
+    john_pos = [i for i, t in enumerate(tokens) if t == "␣John"]
+    on = {"Mary": share, "John": [float(last["rows"][lay, h, john_pos].sum()) for lay, h in top],
+          "sink": [float(last["rows"][lay, h, 0]) for lay, h in top]}
+    most = {what: max(zip(values, names)) for what, values in on.items()}  # (weight, head) with the most
+    st.caption(_("The last token “to” in the {n} heads whose ablation lowers p(“Mary”) most: weight on “Mary” "
+                 "{shares}. The most on “Mary”: {m_head} ({m}); on “John” (both): {j_head} ({j}); on the first token "
+                 "(the sink): {s_head} ({s}).").format(
+        n=len(top), shares=", ".join(f"{n} {number(s, '.2f')}" for n, s in zip(names, share)),
+        m_head=most["Mary"][1], m=number(most["Mary"][0], ".2f"), j_head=most["John"][1],
+        j=number(most["John"][0], ".2f"), s_head=most["sink"][1], s=number(most["sink"][0], ".2f")))
     table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "p_mary_ablated": float(result["probs"][lay, h, 0]),
                            "p_john_ablated": float(result["probs"][lay, h, 1]), "effect": float(effect[lay, h])}
                           for lay in range(effect.shape[0]) for h in range(effect.shape[1])])
