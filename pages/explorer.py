@@ -22,9 +22,10 @@ if not settings.sentences:
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 STAGES = ("scores", "masked_scores", "weights", "context")
-variant_box, main, extras = st.container(), st.container(), st.container()  # figures first; tables, downloads and uploads below them
+main, extras = st.container(), st.container()  # figures first; today's attention, tables, downloads, uploads below
 with extras:
     st.divider()
+    variant_box = st.container()  # below the figures: the focused head stays in the first screen at 1280×720
     box = st.expander(_("Tokens, downloads and reopening a saved trace"), icon=":material/table:")
 tables = box.container()
 with box:
