@@ -82,6 +82,10 @@ def test_a_tile_click_opens_the_head_in_view(server, chromium, lang, tmp_path, c
             .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'head_grid');
         return d && d.layout.meta.highlight && d.layout.meta.highlight[0] === layer
                && d.layout.meta.highlight[1] === head; }""", arg=[LAYER, HEAD], timeout=120_000)
+    # the grid is sent first, the open head after its layer has run (same fragment run): wait for both
+    page.wait_for_function("""([layer, head]) => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
+        d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' && d.layout.meta.head === head
+             && d.layout.meta.layer === layer)""", arg=[LAYER, HEAD], timeout=120_000)
     wait_idle(page, 120_000)
     clicked = time.perf_counter() - start
     page.screenshot(path=str(folder / f"llm_{lang}_open_head.png"))
