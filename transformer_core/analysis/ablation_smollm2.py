@@ -8,7 +8,9 @@ W_O at each position) is replaced through :func:`~transformer_core.nn.hooks.inte
 * ``"mean"`` — by the head's mean context over every position of a named reference set of prompts
   (:data:`REFERENCE_SETS`), so what the head does on *this* prompt is removed but its average output stays
   (mean-ablation; Wang et al., "Interpretability in the Wild: a Circuit for Indirect Object Identification in
-  GPT-2 small" (2022), §3, ablate with a mean over a reference distribution of IOI prompts).
+  GPT-2 small" (2022), §3, ablate with a mean over a reference distribution of IOI prompts). A named variant:
+  pooled over positions, where :mod:`~transformer_core.analysis.ablation` (MiniLM, the causal model) takes the
+  mean per position; the reference prompts here differ in length and token positions.
 
 The default prompt is Wang et al.'s indirect-object sentence; SmolLM2 gives " Mary" p ≈ 0.92 there.
 :func:`rank_heads` ablates each of the 270 heads alone; the copies of one layer run as one batch, started from
