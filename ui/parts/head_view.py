@@ -137,7 +137,8 @@ def _answer_into_view(key_prefix: str, chosen: tuple) -> None:
     ss = st.session_state
     seen = f"_{key_prefix}answer_seen"
     before, ss[seen] = ss.get(seen), chosen
-    if before is not None and before != chosen:
+    # not on a new sentence: its picker sits above the figures, and a scroll as it closes left it unable to reopen
+    if before is not None and before != chosen and before[0] == chosen[0]:
         ident = f"ae-answer-{key_prefix}{'-'.join(map(str, chosen))}"
         st.html(_SCROLL.format(id=ident), unsafe_allow_javascript=True)
 
