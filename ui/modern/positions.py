@@ -18,6 +18,7 @@ from ..shell.controls import Settings
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from . import compute
+from .export import json_download
 
 DEFAULT_SENTENCE = "The cat sat on the mat."
 SCHEME_NAMES = {"sinusoidal": N_("Sinusoidal (added)"), "learned": N_("Learned table (added)"),
@@ -96,3 +97,5 @@ def draw(settings: Settings) -> None:
     right.markdown(_("RoPE: q_m·k_n = (R_m q)·(R_n k) = q·R_(n−m) k, a function of n − m only (Su et al. 2021, Eq. 16); "
                      "its difference is float32 rounding. ALiBi's bias is −slope·|m − n| on position-free scores. The added "
                      "tables mix word and position in W_Q and W_K, so shifting both changes the score."))
+    json_download(right, {"alibi_head": alibi_head, "query": query, "key": key, **data},
+                  f"positions_q{query}_k{key}", "modern_positions_json")
