@@ -53,3 +53,16 @@ def test_the_cache_is_timed_with_and_without_and_gives_the_same_tokens():
     at.switch_page("pages/modern.py").run(timeout=300)
     captions = " ".join(c.value for c in at.caption)
     assert "a token with the cache" in captions and "Same tokens both ways: yes" in captions
+
+
+def test_past_the_trained_length_in_numbers():
+    """Issue 36 item 1's last point: RoPE's slowest pair of SmolLM2 at its 8,192 tokens, against the formula written
+    out here (θ = base^(−(d−2)/d) radians a position), and the positions tab says it with MiniLM's 512 rows."""
+    from transformer_core.analysis.positions_lab import slowest_rope_turn
+
+    assert abs(slowest_rope_turn(64, 100000.0, 8192) - 8192 * 100000.0 ** (-62 / 64) / (2 * math.pi)) < 1e-12
+    assert slowest_rope_turn(64, 100000.0, 8192) < 1 < slowest_rope_turn(2, 10000.0, 8192)  # d = 2: θ = 1 rad
+    at = new_app(section="Positions")
+    at.switch_page("pages/modern.py").run(timeout=300)
+    words = " ".join(m.value for m in at.markdown)
+    assert "only 0.019 of a circle" in words and "position 512 cannot be encoded" in words
