@@ -153,3 +153,37 @@ def generate_smollm2(model, prompt: list[int], n_new: int, *, check: bool = True
                        weights=weights[i], max_abs_diff=diffs[i]) for i in range(len(cached))]
     return {"tokens": tokens, "steps": steps, "prefill_rows": len(prompt), "max_abs_diff": max(diffs, default=0.0),
             "kv_shape": list(cache.keys[0].shape) if cache.keys[0] is not None else []}
+
+
+def timed_greedy(model, prompt: list[int], n_new: int) -> dict:
+    """Greedy generation of ``n_new`` tokens twice, timed (``time.perf_counter``): with the KV cache (the prompt's
+    keys and values computed once, then one new row a step) and without (each step runs ``model`` over the whole
+    sequence so far). ``model`` is the causal model or SmolLM2.
+
+    Returns ``{"cached": s, "uncached": s}`` (seconds per generated token, the prompt's first pass included in the
+    cached time), ``"n": n_new``, ``"same"``: both chose the same tokens.
+    """
+    import time
+
+    with torch.no_grad():
+        start = time.perf_counter()
+        if isinstance(model, CausalLM):
+            cache = KVCache(model.config.n_layers)
+            last, cached = causal_cached_forward(model, torch.tensor([prompt]), cache)[0][0, -1], []
+            for _ in range(n_new):
+                cached.append(int(last.argmax()))
+                last = causal_cached_forward(model, torch.tensor([[cached[-1]]]), cache)[0][0, -1]
+        else:
+            cache = KVCache(model.config.n_layers)
+            new, cached = list(prompt), []
+            for _ in range(n_new):
+                cached.append(int(model(torch.tensor([new]), cache, last_only=True)[0, -1].argmax()))
+                new = [cached[-1]]
+        with_cache = time.perf_counter() - start
+        start = time.perf_counter()
+        tokens = list(prompt)
+        for _ in range(n_new):
+            tokens.append(int(model(torch.tensor([tokens]))[0, -1].argmax()))
+        without = time.perf_counter() - start
+    return {"cached": with_cache / n_new, "uncached": without / n_new, "n": n_new, "same": tokens[len(prompt):] == cached}
+

@@ -174,3 +174,13 @@ def relative_check(query_token: str, key_token: str, m: int, n: int, shift: int,
         b = float(scores(scheme, x_q, x_k, [m + shift], [n + shift], seed=seed, alibi_head=alibi_head)[0, 0])
         rows.append({"scheme": scheme, "score": a, "shifted": b, "difference": b - a})
     return rows
+
+
+def slowest_rope_turn(d_head: int, base: float, length: int) -> float:
+    """How far RoPE's slowest pair (θ = base^(−(d_head − 2)/d_head) radians a position) has turned at position
+    ``length``, in turns (1 = 2π). Below 1 the pair has not come round once: positions past a model's trained length
+    give that pair angles the training never showed (SmolLM2: d_head 64, base 100,000, 8,192 tokens → 0.019 turn).
+    """
+    theta = base ** (-(d_head - 2) / d_head)
+    return length * theta / (2 * math.pi)
+

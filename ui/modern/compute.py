@@ -77,6 +77,21 @@ def cache_steps(model_name: str) -> dict:
 
 
 @memo("lesson")
+def token_times(model_name: str) -> dict:
+    """Seconds per generated token, greedy, :data:`N_NEW` tokens after the tab's prompt, measured now on this server:
+    ``{"cached", "uncached", "n", "same"}`` (``same``: both ways chose the same tokens). Without the cache each step
+    runs the model over the whole sequence so far (:func:`~transformer_core.analysis.kv_cache_steps.timed_greedy`)."""
+    if model_name == "causal":
+        from transformer_core.models.causal import load_causal_model
+
+        model, prompt = load_causal_model(), list(CAUSAL_PROMPT)
+    else:
+        model, tokenizer, encode = _smollm2()
+        prompt = list(encode(SMOLLM2_PROMPT, tokenizer)[0])
+    return kv_cache_steps.timed_greedy(model, prompt, N_NEW)
+
+
+@memo("lesson")
 def long_input_ids() -> dict:
     """SmolLM2's tokens of :data:`LONG_TEXT` (labels shown with ␣ for a space)."""
     _model, tokenizer, encode = _smollm2()

@@ -17,6 +17,7 @@ from ..shell import url
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from . import compute
+from .export import json_download
 
 KV_CHOICES = (1, 3, 9)  # divisors of SmolLM2's 9 query heads
 MODELS = {"causal": N_("Trained causal model (2 layers, 4 heads)"), "smollm2": N_("SmolLM2-135M (30 layers, 9 heads)")}
@@ -54,6 +55,8 @@ def draw_shared() -> None:
     right.markdown(_("Equal to the plain computation: our grouped-query attention against torch's "
                      "`F.scaled_dot_product_attention(…, enable_gqa=True)` on the same q, k, v — largest difference "
                      "**{diff}**.").format(diff=number(diff, ".1e")))
+    json_download(right, {"n_kv_heads": n_kv, "choices": list(rows.values()), "gqa_vs_torch_max_abs_diff": diff},
+                  f"shared_kv_heads_{n_kv}", "modern_kv_json")
 
 
 def draw_cache() -> None:
@@ -93,3 +96,16 @@ def draw_cache() -> None:
                   "them once and keeps them. Each new token then brings **one query row** per head, scored against "
                   "every cached key, instead of the whole matrix again. 32 tokens are generated greedily; each step's "
                   "logits are compared with a run without cache."))
+    timed = compute.token_times(model)
+    st.caption(_("Measured on this server when the tab was first opened, {n} greedy tokens: **{cached} ms** a token "
+                 "with the cache, **{full} ms** recomputing every earlier token each time ({ratio}× as long). Same "
+                 "tokens both ways: {same}.").format(
+        n=timed["n"], cached=number(timed["cached"] * 1000, ".1f"), full=number(timed["uncached"] * 1000, ".1f"),
+        ratio=number(timed["uncached"] / max(timed["cached"], 1e-9), ".1f"), same=_("yes") if timed["same"] else _("no")))
+    if timed["uncached"] < timed["cached"]:
+        st.caption(_("On a model this small the cache's bookkeeping costs more than recomputing saves; the saving grows "
+                     "with the model and the length (choose SmolLM2 above)."))
+    json_download(st, {"model": model, "step": step, "tokens": data["labels"], "prefill_rows": data["prefill"],
+                       "cache_rows": data["rows"], "query_shape": data["query_shape"],
+                       "max_abs_diff_per_step": data["diffs"], "new_query_weights": data["weights"][i],
+                       "seconds_per_token": timed}, f"kv_cache_{model}_step{step}", "modern_cache_json")

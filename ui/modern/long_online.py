@@ -15,6 +15,7 @@ from ..shell import url
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from . import compute
+from .export import json_download
 
 MASKS = {"none": N_("no mask"), "causal": N_("causal"), "window": N_("causal, window 4"),
          "sink": N_("window 4 + 1 sink")}
@@ -55,6 +56,8 @@ def draw_long() -> None:
     right.caption(_("At SmolLM2's 8,192 tokens a cache keeps {full:,} rows per layer; with a window of 4,096 and 4 "
                     "sinks, {windowed:,}.").format(full=cache_rows_needed(8192, None),
                                                     windowed=cache_rows_needed(8192, 4096, 4)))
+    json_download(right, {"window": window, "sinks": sinks, "tokens": text["labels"], **out},
+                  f"long_inputs_w{window}_s{sinks}", "modern_long_json")
     st.markdown(_("With a **sliding window** of w keys (Mistral 7B) each token sees only itself and the w − 1 before "
                   "it, so the cache never holds more than w rows per layer. Once the window has moved past the first "
                   "token, trained models lose their footing: they park much attention on the first tokens (the "
@@ -99,6 +102,8 @@ def draw_online() -> None:
                      "Tiles computed {c}, skipped {s}.").format(
         d=number(data["diff"], ".1e"), w=number(data["diff_wrong"], ".2g"), t=data["peak_tiled"], p=data["peak_plain"],
         c=data["computed"], s=data["skipped"]))
+    json_download(right, {"tokens": n, "B_q": bq, "B_k": bk, "mask": mask_kind, **data},
+                  f"online_softmax_{n}_{bq}x{bk}", "modern_online_json")
     right.caption(_("Output columns: dimension 0 of the output after this tile, and of the plain computation. "
                     "Correction — : nothing summed yet (m was −∞). m = −∞ is shown −∞: the row has seen no visible key."))
     st.markdown(_("The score matrix is never held whole: queries go in blocks of B_q rows, keys in blocks of B_k. For "

@@ -7,6 +7,7 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
+from transformer_core.analysis import positions_lab
 from transformer_core.figures import modern as figs
 from transformer_core.figures.stage import chart_config
 from transformer_core.models.minilm import PretrainedUnavailable
@@ -18,6 +19,7 @@ from ..shell.controls import Settings
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from . import compute
+from .export import json_download
 
 DEFAULT_SENTENCE = "The cat sat on the mat."
 SCHEME_NAMES = {"sinusoidal": N_("Sinusoidal (added)"), "learned": N_("Learned table (added)"),
@@ -96,3 +98,14 @@ def draw(settings: Settings) -> None:
     right.markdown(_("RoPE: q_m·k_n = (R_m q)·(R_n k) = q·R_(n−m) k, a function of n − m only (Su et al. 2021, Eq. 16); "
                      "its difference is float32 rounding. ALiBi's bias is −slope·|m − n| on position-free scores. The added "
                      "tables mix word and position in W_Q and W_K, so shifting both changes the score."))
+    st.markdown(_("**Past the length a scheme was built or trained for.** Sinusoidal vectors exist for every position, "
+                  "but a model never saw the far ones in training. A learned table has no row past its end: MiniLM's "
+                  "has {rows}, so position {rows} cannot be encoded at all (the MiniLM page stops at {rows} tokens). "
+                  "RoPE turns each pair by position × θ_i; SmolLM2's slowest pair (d_head 64, base 100,000) has turned "
+                  "only {turn} of a circle at its trained 8,192 tokens, so later positions give it angles training never "
+                  "showed — why a RoPE model falters past its context unless the base is rescaled. ALiBi only "
+                  "subtracts slope × distance, a straight line that continues at any length (Press et al. 2022 "
+                  "trained on 1,024 tokens and tested on 2,048 and more).").format(
+        rows=positions_lab.MAX_POSITION, turn=number(positions_lab.slowest_rope_turn(64, 100000.0, 8192), ".3f")))
+    json_download(right, {"alibi_head": alibi_head, "query": query, "key": key, **data},
+                  f"positions_q{query}_k{key}", "modern_positions_json")
