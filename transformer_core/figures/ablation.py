@@ -52,16 +52,24 @@ def weights_beside(intact: np.ndarray, ablated: np.ndarray, tokens, *, layer: in
     return fig
 
 
-def rank_figure(cosine: np.ndarray, batch: int = 0, top: int = 20, height: int = 420) -> go.Figure:
-    """The ``top`` heads whose ablation alone moves sentence ``batch``'s embedding most: bars of
-    ``1 − cosine``, largest first. ``cosine``: ``[layer, head, batch]`` from ``rank_heads``."""
-    effect = 1.0 - np.asarray(cosine, np.float64)[..., batch]  # [layer, head]
+def top_head_bars(effect: np.ndarray, top: int, text_format: str, hover: str) -> tuple[go.Figure, list[str]]:
+    """Horizontal bars of the ``top`` largest values of ``effect [layer, head]``, largest first, named ``L3H7``;
+    ``text_format`` formats each bar's label, ``hover`` is its hover template. Returns the figure and the names."""
     order = np.argsort(-effect, axis=None, kind="stable")[:top]
     names = [f"L{i // effect.shape[1]}H{i % effect.shape[1]}" for i in order]
     fig = go.Figure(go.Bar(
         x=effect.ravel()[order], y=names, orientation="h", marker_color=ABLATED,
-        text=[f"{v:.4f}" for v in effect.ravel()[order]], textposition="outside", cliponaxis=False,
-        hovertemplate=_("{head} alone: 1 − cosine = {value}").format(head="%{y}", value="%{x:.5f}") + "<extra></extra>"))
+        text=[text_format.format(v) for v in effect.ravel()[order]], textposition="outside", cliponaxis=False,
+        hovertemplate=hover + "<extra></extra>"))
+    return fig, names
+
+
+def rank_figure(cosine: np.ndarray, batch: int = 0, top: int = 20, height: int = 420) -> go.Figure:
+    """The ``top`` heads whose ablation alone moves sentence ``batch``'s embedding most: bars of
+    ``1 − cosine``, largest first. ``cosine``: ``[layer, head, batch]`` from ``rank_heads``."""
+    effect = 1.0 - np.asarray(cosine, np.float64)[..., batch]  # [layer, head]
+    fig, names = top_head_bars(effect, top, "{:.4f}",
+                               _("{head} alone: 1 − cosine = {value}").format(head="%{y}", value="%{x:.5f}"))
     fig.update_layout(
         title=dict(text=_("Each of the {n} heads ablated alone: the {top} that move sentence {b}'s embedding most (1 − "
                           "cosine to intact)").format(n=effect.size, top=top, b=batch), font=dict(size=13), x=0),

@@ -16,9 +16,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..text.i18n import _
+from .ablation import top_head_bars
 from .stage import SEQUENTIAL
 
-ABLATED = "#d62728"
 
 
 def head_grid_figure(values: np.ndarray, *, value_name: str, zmax: float = 1.0, n_kv_group: int = 3,
@@ -69,12 +69,8 @@ def rank_figure(effect: np.ndarray, target: str, top: int = 15, height: int = 40
     """The ``top`` heads whose ablation alone lowers p(``target``) most: bars of ``effect [layer, head]`` (intact −
     ablated probability), largest first."""
     effect = np.asarray(effect, np.float64)
-    order = np.argsort(-effect, axis=None, kind="stable")[:top]
-    names = [f"L{i // effect.shape[1]}H{i % effect.shape[1]}" for i in order]
-    fig = go.Figure(go.Bar(
-        x=effect.ravel()[order], y=names, orientation="h", marker_color=ABLATED,
-        text=[f"{v:+.3f}" for v in effect.ravel()[order]], textposition="outside", cliponaxis=False,
-        hovertemplate=_("{head} alone: p falls by {value}").format(head="%{y}", value="%{x:.4f}") + "<extra></extra>"))
+    fig, names = top_head_bars(effect, top, "{:+.3f}",
+                               _("{head} alone: p falls by {value}").format(head="%{y}", value="%{x:.4f}"))
     fig.update_layout(
         title=dict(text=_("Each of the {n} heads ablated alone: the {top} that lower p({target}) most").format(
             n=effect.size, top=top, target=html.escape(target)), font=dict(size=13), x=0),
