@@ -130,6 +130,14 @@ def scaled_dot_product_attention(
     return torch.matmul(used, v.float()), weights
 
 
+def repeat_kv_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """``[batch, kv_head, pos, d]`` → ``[batch, n_heads, pos, d]``: key/value head g repeated for query heads
+    g·group … g·group + group − 1, group = n_heads / kv_head (grouped-query attention; ``x`` itself when nothing is
+    shared)."""
+    group = n_heads // x.shape[1]
+    return x if group == 1 else x.repeat_interleave(group, dim=1)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with a post-LN residual block (§3.2.2; both seeds).
 
@@ -198,10 +206,7 @@ class MultiHeadAttention(nn.Module):
         return [h // group for h in range(self.n_heads)]
 
     def _per_query_head(self, x: torch.Tensor) -> torch.Tensor:
-        """``[batch, kv_head, pos, d_k]`` → ``[batch, head, pos, d_k]``: key/value head g repeated for query heads
-        g·group … g·group + group − 1 (the identity when nothing is shared)."""
-        group = self.n_heads // self.n_kv_heads
-        return x if group == 1 else x.repeat_interleave(group, dim=1)
+        return repeat_kv_heads(x, self.n_heads)  # [batch, kv_head, pos, d_k] → [batch, head, pos, d_k]
 
     def _dropout(self, module: nn.Dropout, x: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         if generator is None or not self.training:

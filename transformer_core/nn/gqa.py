@@ -31,7 +31,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import attention_scores, mask_scores, masked_softmax
+from .attention import attention_scores, mask_scores, masked_softmax, repeat_kv_heads
 from .config import whole
 from .hooks import HookPoint, watched
 from .rotary import RMSNorm, apply_rotary, rope_tables
@@ -153,11 +153,7 @@ class GroupedQueryAttention(nn.Module):
         return x.view(batch, pos, n, self.d_k).transpose(1, 2)  # [batch, n, pos, d_head]
 
     def _per_query_head(self, x: torch.Tensor) -> torch.Tensor:
-        """``[batch, kv_head, pos, d_head]`` → ``[batch, head, pos, d_head]``: kv head g repeated for query heads
-        g·group … g·group + group − 1."""
-        batch, n_kv, pos, d = x.shape
-        group = self.n_heads // n_kv
-        return x[:, :, None].expand(batch, n_kv, group, pos, d).reshape(batch, n_kv * group, pos, d)
+        return repeat_kv_heads(x, self.n_heads)  # [batch, kv_head, pos, d_head] → [batch, head, pos, d_head]
 
     def forward(self, x: torch.Tensor, normed: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                 cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
