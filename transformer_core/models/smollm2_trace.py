@@ -34,7 +34,8 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
       ``layers.{i}.feed_forward.{input,projected,output}`` ``[1, pos, 576]`` and ``{gate,up,hidden}``
       ``[1, pos, 1536]``, ``final_norm`` ``[1, pos, 576]``. ``only`` (a predicate on these names) keeps some.
     * ``prediction``: ``{"probs": [pos, vocab] float32 next-token probabilities at every position (T = 1),
-      "top": [pos] lists of ``top`` ``(token label, id, probability)``}``.
+      "top": [pos] lists of ``top`` ``(token label, id, probability)``, "last_logits": [vocab] float64 logits
+      after the last token (for other temperatures)}``.
 
     Raises:
         ValueError: no token, or ``max_tokens`` not in 1…:data:`~transformer_core.models.smollm2.MAX_TOKENS`.
@@ -63,7 +64,7 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
                   settings={"model": "smollm2", "max_tokens": max_tokens, "d_model": config.d_model,
                             "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads, "n_layers": config.n_layers,
                             "causal": True, "ids": list(ids), "raw_tokens": list(raw)})
-    return trace, {"probs": probs.numpy(), "top": tops}
+    return trace, {"probs": probs.numpy(), "top": tops, "last_logits": logits[0, -1].double().numpy()}
 
 
 def encode_labels(raw_tokens: list[str]) -> list[str]:

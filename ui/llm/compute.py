@@ -51,20 +51,18 @@ def summary(prompt: str) -> dict:
     from transformer_core.models.smollm2_trace import run_smollm2
     from transformer_core.text.tokenize import normalize_text
 
-    net, tokenizer = model()
+    _net, tokenizer = model()
     n_total = len(encode(normalize_text(prompt), tokenizer)[0])
     with st.spinner(_("Running SmolLM2-135M …")):
         trace, prediction = run_smollm2(prompt, max_tokens=MAX_LLM_TOKENS,
-                                        only=lambda n: n.endswith(".attention.weights") or n == "final_norm")
-    last = trace.stages["final_norm"][0, -1].astype(np.float64)  # [d_model]: the last position, normalised
-    logits = last @ net.embed.weight.detach().numpy().astype(np.float64).T  # [vocab]: tied unembedding
+                                        only=lambda n: n.endswith(".attention.weights"))
     stats = head_stats_smollm2(trace)
     grids = {name: stats[name].to_numpy().reshape(N_LAYERS, N_HEADS) for name in ("sink_share", "max_weight",
                                                                                     "entropy")}
     return {"trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
                            stages={}, settings=trace.settings),
             "n_total": n_total, "ids": tuple(trace.settings["ids"]), "stats": stats, "grids": grids,
-            "logits": logits, "top": prediction["top"]}
+            "logits": prediction["last_logits"], "top": prediction["top"]}
 
 
 @memo("minilm_layer")
