@@ -228,6 +228,8 @@ def test_causal_tiles_ablate_in_click_mode(app):
     page, frames = open_page(app, "/causal")
     sent_after(page, frames, click_tile(0 * 4 + 2), focus_is("weights", 2, 0))  # L0H2 opens
     page.get_by_test_id("stCheckbox").filter(has_text="Click tiles to ablate heads").locator("label").click()
+    # the toggle's run has drawn its note (a tile clicked before that would open a head, not ablate it)
+    page.wait_for_function("() => document.body.innerText.includes('Ablated: ')", timeout=60_000)
     wait_idle(page)
     sent_after(page, frames, click_tile(0 * 4 + 0), "() => document.body.innerText.includes('Ablated: L0H0, L1H0')")
     meta = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))

@@ -45,6 +45,8 @@ def notice_if_moved() -> None:
             st.info(_(MESSAGE), icon=":material/sync_problem:")
             if ss.pop("_moved_download", False):  # ui.shell.downloads: the click that moved the page was a download
                 st.warning(_(AGAIN), icon=":material/download:")
+                # again as a toast: the first run's toast is cleared by this redraw, and a button in an expander is hidden
+                st.toast(_(AGAIN), icon=":material/download:", duration="long")
     if phase is not None:
         return
     moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))
