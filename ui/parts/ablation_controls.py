@@ -12,6 +12,7 @@ from ..shell.failover import moved_this_run
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from ..shell.url import bind_url, sent_by_browser
+from .head_view import opened_by_tile
 
 
 MODE_LABELS = {"zero": N_("zero (context = 0, as head_mask did)"),
@@ -111,6 +112,7 @@ def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, pre
         return
     if not ss.get(f"{prefix}ablate_click"):
         ss[layer_key], ss[head_key] = tile
+        opened_by_tile(prefix)  # the opened head is below the fold: its answer and heatmap come into view
         return
     name, heads = f"L{tile[0]}H{tile[1]}", list(ss.get(f"{prefix}ablate", []))
     ss[f"{prefix}ablate"] = [h for h in heads if h != name] if name in heads else heads + [name]

@@ -120,27 +120,44 @@ def _view_options(key_prefix: str, wide: bool) -> None:
 
 
 # Scrolls the answer line (the element before this one) into view, once per click: a cell low in a tall heatmap is
-# clicked with the page scrolled down, and the answer above the heatmap was then off screen (issue 34).
+# clicked with the page scrolled down, and the answer above the heatmap was then off screen (issue 34). Streamlit's
+# header (opaque, 60 px at the top) counts as off screen: a first line under it was unreadable (MiniLM in 中文). A cell
+# click scrolls as little as it can ("nearest": the clicked cell beside the answer stays close to where it was); after
+# a tile click ("always"), the answer goes to the top: the opened head's heatmap starts beside or right under it.
 _SCROLL = """<span id="{id}"></span><script>
 (() => {{ const mark = document.getElementById("{id}");
   const box = mark && mark.closest('[data-testid="stElementContainer"]');
   const answer = box && box.previousElementSibling;
   if (!answer) return;
+  const header = document.querySelector('[data-testid="stHeader"]');
+  const top = header ? Math.max(0, header.getBoundingClientRect().bottom) : 0;
   const r = answer.getBoundingClientRect();
-  if (r.top < 0 || r.bottom > window.innerHeight) answer.scrollIntoView({{block: "center", behavior: "instant"}});
+  if ({always} || r.top < top || r.bottom > window.innerHeight) {{
+    answer.style.scrollMarginTop = (top + 8) + "px";
+    answer.scrollIntoView({{block: "{block}", behavior: "instant"}});
+  }}
 }})();
 </script>"""
 
 
-def _answer_into_view(key_prefix: str, chosen: tuple) -> None:
-    """After a click that changed the explained cell, bring its answer line into view (not on a page's first run)."""
+def opened_by_tile(key_prefix: str) -> None:
+    """Called by an overview's tile click that opens a head: the next run brings that head's answer and heatmap into
+    view, also when the head was open already (the click changed nothing else on screen)."""
+    st.session_state[f"_{key_prefix}tile_opened"] = True
+
+
+def _answer_into_view(key_prefix: str, chosen: tuple, tile: bool) -> None:
+    """After a click that changed the explained cell, bring its answer line into view (not on a page's first run);
+    after an overview tile click (:func:`opened_by_tile`), to the top of the screen, the opened heatmap with it."""
     ss = st.session_state
     seen = f"_{key_prefix}answer_seen"
     before, ss[seen] = ss.get(seen), chosen
     # not on a new sentence: its picker sits above the figures, and a scroll as it closes left it unable to reopen
-    if before is not None and before != chosen and before[0] == chosen[0]:
-        ident = f"ae-answer-{key_prefix}{'-'.join(map(str, chosen))}"
-        st.html(_SCROLL.format(id=ident), unsafe_allow_javascript=True)
+    if tile or (before is not None and before != chosen and before[0] == chosen[0]):
+        count = ss[f"_{key_prefix}scrolls"] = ss.get(f"_{key_prefix}scrolls", 0) + 1  # a new element: it runs again
+        ident = f"ae-answer-{key_prefix}{'-'.join(map(str, chosen))}-{count}"
+        st.html(_SCROLL.format(id=ident, always="true" if tile else "false", block="start" if tile else "nearest"),
+                unsafe_allow_javascript=True)
 
 
 def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool | str, all_large: bool,
@@ -162,13 +179,14 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     wide = n > figures.WIDE_TOKENS and stage in PATTERN_STAGES  # long sentences: the focused head fills the column
     cell = chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
     where = _layout(wide)
+    opened = st.session_state.pop(f"_{key_prefix}tile_opened", False)  # this run's only: read, even with no answer
     st.html(figures.SCREEN_ONLY_CSS)  # the selection frames on screen; saved images stay clean (issue 34)
     with where["options"]:
         _view_options(key_prefix, wide)
     if cell is not None:
         with where["answer"]:
             explain_panel.first_line(trace, batch=batch, layer=layer, head=head, query=cell[0], key=cell[1])
-            _answer_into_view(key_prefix, (batch, layer, head, *cell))
+            _answer_into_view(key_prefix, (batch, layer, head, *cell), opened)
     with where["tiles"]:
         by_row = scale == "row" and stage == "weights"  # only the large head is coloured row by row
         st.caption((_("All {h} heads, one colour range for all (not row by row). **Click a tile's centre** to focus "
