@@ -9,6 +9,7 @@ command ``attention-export --help`` must work and write nothing.
 """
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ import venv
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -142,7 +144,43 @@ def test_the_editable_install_gives_the_command_in_any_folder(tmp_path):
     assert list(elsewhere.iterdir()) == []
 
 
+def _count(values) -> int:
+    """How many labels an axis array of Plotly's JSON holds (a list, or a base64 typed array from Plotly ≥ 6)."""
+    if isinstance(values, dict):
+        shape = values.get("shape")
+        return int(str(shape).split(",")[0]) if shape else len(base64.b64decode(values["bdata"])) // np.dtype(
+            values["dtype"]).itemsize
+    return len(values)
+
+
+def _cells_px(fig: dict) -> list[tuple[float, float]]:
+    """``(width, height)`` in px of one cell of each heatmap panel, from its axes' domains, the figure's fixed size
+    and margins (an autosized figure has no size to measure: the test says so)."""
+    layout = fig["layout"]
+    width, height = layout.get("width"), layout.get("height")
+    assert width and height, f"no fixed size: {width} × {height}"
+    m = {"l": 80, "r": 80, "t": 100, "b": 80, **layout.get("margin", {})}  # Plotly's default margins
+    plot_w, plot_h = width - m["l"] - m["r"], height - m["t"] - m["b"]
+    out = []
+    for trace in fig["data"]:
+        if trace["type"] != "heatmap":
+            continue
+        xa = layout["xaxis" + trace.get("xaxis", "x")[1:]]
+        ya = layout["yaxis" + trace.get("yaxis", "y")[1:]]
+        x0, x1 = xa.get("domain", [0, 1])
+        y0, y1 = ya.get("domain", [0, 1])
+        out.append(((x1 - x0) * plot_w / _count(trace["x"]), (y1 - y0) * plot_h / _count(trace["y"])))
+    return out
+
+
+def _title(fig: dict) -> str:
+    title = fig["layout"].get("title", {})
+    return title.get("text", "") if isinstance(title, dict) else str(title)
+
+
 def test_the_notebook_runs_headless_and_shows_plotly_figures():
+    """CI executes the notebook; its two figures are slides (issue 34 item 8): square cells, a title naming the layer
+    and the head, and one colour bar on the all-heads figure, measured in the figures' JSON as the kernel sent it."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(NOTEBOOK, as_version=4)
@@ -150,10 +188,25 @@ def test_the_notebook_runs_headless_and_shows_plotly_figures():
                             resources={"metadata": {"path": str(ROOT)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    plots = [o for o in outputs if "application/vnd.plotly.v1+json" in o.get("data", {})]
+    plots = [o["data"]["application/vnd.plotly.v1+json"] for o in outputs
+             if "application/vnd.plotly.v1+json" in o.get("data", {})]
     assert len(plots) == 2  # the focused head, then every head of the layer
     text = "".join(o.get("text", "") for o in outputs)
     assert "largest difference from the capture" in text and "[CLS]" in text
+    one, every = plots
+    n = len(re.search(r"\[(.*)\]", text).group(1).split(", "))  # the printed tokens
+    for fig, panels in ((one, 1), (every, 12)):
+        cells = _cells_px(fig)
+        assert len(cells) == panels, cells
+        assert all(abs(w - h) < 0.5 and w > 4 for w, h in cells), cells  # square, and drawn
+        assert {_count(t["x"]) for t in fig["data"] if t["type"] == "heatmap"} == {n}
+    assert "layer 3" in _title(one) and "head 7" in _title(one), _title(one)
+    assert "layer 3" in _title(every) and "all heads" in _title(every), _title(every)
+    captions = [a["text"] for a in every["layout"].get("annotations", []) if a.get("name") == "caption"]
+    assert captions == [f"head {h}" for h in range(12)], captions
+    for fig in (one, every):  # one colour bar, titled (a heatmap shows its scale unless told not to)
+        bars = [t for t in fig["data"] if t["type"] == "heatmap" and t.get("showscale", True)]
+        assert len(bars) == 1 and bars[0]["colorbar"]["title"]["text"], [t.get("showscale") for t in fig["data"]]
 
 
 def test_every_install_command_brings_smollm2_at_the_pinned_version():
