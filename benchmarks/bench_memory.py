@@ -2,6 +2,7 @@
 
     python benchmarks/bench_memory.py            # 6 lines × 510 Chinese characters: 6 × 512 MiniLM tokens
     python benchmarks/bench_memory.py --quick    # CI: 2 short lines (checks that the script runs)
+    python benchmarks/bench_memory.py --together 2   # then 2 students open every view at once, on new sentences
 
 A fresh ``streamlit run app.py`` with the replicas' environment (``deploy/run_local.REPLICA_ENV``: one PyTorch
 thread), driven through Streamlit's own protocol (``benchmarks/st_session.py``, no browser: server side only).
@@ -109,9 +110,26 @@ async def open_link(url: str, query: dict, page: str) -> tuple[float, list[str]]
     return run.seconds, run.exceptions
 
 
+def together(url: str, pid: int, text: str, extra: dict, n: int) -> None:
+    """``n`` students open ``extra``'s views at once, each on its own variant of ``text`` (nothing cached is
+    shared): their peak RSS together, and each one's time."""
+    async def all_of_them():
+        variants = [text.replace(CHARS[0], CHARS[1 + i], 1) for i in range(n)]  # same size, new sentences
+        return await asyncio.gather(*(open_link(url, {"text": v, **extra}, "minilm") for v in variants))
+
+    with Peak(pid) as p:
+        before = p.peak
+        runs = asyncio.run(all_of_them())
+    mb = 1 << 20
+    print(f"| {n} students at once, every view | {before / mb:,.0f} | {p.peak / mb:,.0f} | "
+          f"{' / '.join(f'{s:.1f}' for s, _ in runs)} | {'; '.join(e for _, es in runs for e in es)[:200] or 'none'} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="two short lines, for CI")
+    parser.add_argument("--together", type=int, default=0, metavar="N",
+                        help="after the steps, N students open every view at once, each on sentences of its own")
     args = parser.parse_args()
     text = largest_text(2, 20) if args.quick else largest_text()
     steps = STEPS[:2] if args.quick else STEPS
@@ -134,6 +152,8 @@ def main() -> None:
                   f"{'; '.join(errors)[:200] or 'none'} |")
             if errors:
                 sys.exit(f"the page showed an exception: {errors[0][:300]}")
+        if args.together:
+            together(url, proc.pid, text, steps[-1][1], args.together)
     finally:
         proc.terminate()
         try:

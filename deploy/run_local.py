@@ -41,8 +41,9 @@ BROTLI_MODULE = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
 STATIC_CACHE = Path(tempfile.gettempdir()) / "attention-explorer-static"
 # One PyTorch thread per replica (compose.yaml sets the same). A replica per core already uses the cores; torch's
 # default of one thread per core made the replicas' threads compete and spin: a class of 60 on 2 replicas used
-# 70 → 55 ms of CPU per rerun and p95 2.23 → 1.85 s with it (docs/deploy.md).
-REPLICA_ENV = {"OMP_NUM_THREADS": "1"}
+# 70 → 55 ms of CPU per rerun and p95 2.23 → 1.85 s with it (docs/deploy.md). AE_MEMORY_LIMIT_MB: the replica's
+# memory limit (compose.yaml and the pods set 3 GiB too), which ui/shell/heavy.py checks before a large computation.
+REPLICA_ENV = {"OMP_NUM_THREADS": "1", "AE_MEMORY_LIMIT_MB": "3072"}
 
 
 def nginx_binary() -> str | None:

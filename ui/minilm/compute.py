@@ -9,17 +9,21 @@ run retries).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import streamlit as st
 
 from transformer_core.analysis.head_stats import head_stats
 from transformer_core.records.trace import Trace
 
+from ..shell import heavy
 from ..shell.cache import memo
 from ..shell.controls import MAX_TOKENS
 from ..shell.i18n import _
 
 MAX_MINILM_TOKENS = 512  # the model's own limit (its learned position table), [CLS] and [SEP] included
+N_LAYERS, N_HEADS = 6, 12
 
 SHOWN_STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")  # what the page draws; the rest is dropped
 # Added when the learner types one sentence, so the padding mask has a shorter sentence to act on.
@@ -37,6 +41,24 @@ def _token_count(sentence: str) -> int:
         return len(wordpiece_tokenize(sentence))
     except Exception:  # the page reports a missing MiniLM itself, from the compute
         return len(sentence.split()) + 2
+
+
+def large(sentences: tuple[str, ...]):
+    """:func:`ui.shell.heavy.large` for a MiniLM computation on ``sentences``, sized by the attention weights of
+    every layer (the batch padded to its longest sentence, at most :data:`MAX_MINILM_TOKENS`): each step of the
+    page measured at most 2.7× those bytes (benchmarks/bench_memory.py), whichever stages it keeps."""
+    tokens = min(MAX_MINILM_TOKENS, max(_token_count(s) for s in sentences))
+    return heavy.large(heavy.attention_bytes(len(sentences), tokens, N_LAYERS, N_HEADS))
+
+
+def holding(func):
+    """Decorator: ``func`` (whose first argument is the sentences) runs inside :func:`large`, so what it computes
+    from a large all-layer run is held under the same slot as the run itself."""
+    @functools.wraps(func)
+    def run(sentences, *args, **kwargs):
+        with large(sentences):
+            return func(sentences, *args, **kwargs)
+    return run
 
 
 def with_example(sentences: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
@@ -70,17 +92,19 @@ def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
     from transformer_core.figures.overview import tiled_weights
     from transformer_core.models.minilm_trace import run_minilm
 
-    with st.spinner(_("Running MiniLM-L6 …")):
+    with large(sentences), st.spinner(_("Running MiniLM-L6 …")):
         trace = run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS,
                            only=lambda name: name.endswith(".attention.weights"))
-    batches = range(len(trace.tokens))
-    return {
-        "trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
-                       stages={}, settings=trace.settings),
-        "overview": {(b, hide): tiled_weights(trace, b, special_keys(trace.tokens[b]) if hide else None)
-                     for b in batches for hide in (False, True)},
-        "stats": {b: head_stats(trace, b) for b in batches},
-    }
+        batches = range(len(trace.tokens))
+        summary = {
+            "trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
+                           stages={}, settings=trace.settings),
+            "overview": {(b, hide): tiled_weights(trace, b, special_keys(trace.tokens[b]) if hide else None)
+                         for b in batches for hide in (False, True)},
+            "stats": {b: head_stats(trace, b) for b in batches},
+        }
+        del trace  # every layer's weights: dropped before the slot is given back
+    return summary
 
 
 @memo("minilm_layer")
@@ -96,7 +120,7 @@ def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace
     from transformer_core.models.minilm_trace import run_minilm
 
     prefix = f"layers.{layer}.attention."
-    with st.spinner(_("Running MiniLM-L6 …")):
+    with large(sentences), st.spinner(_("Running MiniLM-L6 …")):
         return run_minilm(list(sentences), padding=padding, max_tokens=MAX_MINILM_TOKENS, n_layers=layer + 1,
                           only=lambda name: name.startswith(prefix) and name[len(prefix):] in SHOWN_STAGES)
 

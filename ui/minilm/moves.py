@@ -42,7 +42,7 @@ from ..shell.cache import memo
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from ..shell.url import bind_url
-from .compute import MAX_MINILM_TOKENS, minilm_layer
+from .compute import MAX_MINILM_TOKENS, holding, large, minilm_layer
 
 PREFIX = "minilm_"
 MINILM_STAGES = STAGES + ("norms",)
@@ -78,6 +78,7 @@ def pair_text(pair) -> str:
 
 
 @memo("minilm_layer")
+@holding
 def moves_data(sentences: tuple[str, ...], padding: bool) -> dict:
     """One MiniLM run recording every layer's ``weights`` and ``v``: ``{"trace": Trace (weights only),
     "fnorm": ‖f_h(x_j)‖ float32 [batch, layer, head, key_pos]}`` (f_h(x_j) = v_j^h W_O^h)."""
@@ -102,6 +103,7 @@ def _norms(data: dict, batch: int) -> np.ndarray:
 
 
 @memo("minilm_summary")
+@holding
 def norm_tiles(sentences: tuple[str, ...], padding: bool, batch: int, hide: bool) -> tuple:
     """The overview's tiles of ‖α f(x)‖ (every layer) and the largest of them: ``((z, gutter, pool), top)``."""
     from transformer_core.analysis.head_stats import special_keys
@@ -118,6 +120,7 @@ def norm_tiles(sentences: tuple[str, ...], padding: bool, batch: int, hide: bool
 
 
 @memo("minilm_summary")
+@holding
 def head_type_table(sentences: tuple[str, ...], padding: bool, batch: int) -> pd.DataFrame:
     """Every head-type score of :data:`ENCODER_SCORES` for sentence ``batch``: one row per layer × head."""
     trace = moves_data(sentences, padding)["trace"]
@@ -132,6 +135,7 @@ def head_type_table(sentences: tuple[str, ...], padding: bool, batch: int) -> pd
 
 
 @memo("minilm_summary")
+@holding
 def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> tuple[np.ndarray, np.ndarray]:
     """``(rollout or flow [n, n], last layer's mean weights [n, n])`` over the n real tokens of ``batch``.
 
@@ -148,6 +152,7 @@ def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> 
 
 
 @memo("minilm_layer")
+@holding
 def norm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace:
     """:func:`ui.minilm.compute.minilm_layer`'s trace plus ``layers.{layer}.attention.norms``."""
     base = minilm_layer(sentences, padding, layer)
@@ -282,9 +287,11 @@ def pair_search(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: 
                      "value-weighted norm for that pair, ranked."))
         return
     q, k = pair
-    data = moves_data(sentences, padding)
-    table = pair_table(np.stack([data["trace"].stage("weights", l)[batch] for l in range(data["trace"].n_layers)]),
-                       _norms(data, batch), q, k)
+    with large(sentences):  # every layer's weights are held while the table is made
+        data = moves_data(sentences, padding)
+        table = pair_table(np.stack([data["trace"].stage("weights", l)[batch] for l in range(data["trace"].n_layers)]),
+                           _norms(data, batch), q, k)
+        del data
     order = tuple((int(a), int(b)) for a, b in zip(table["layer"], table["head"]))
     st.caption(_("Query {q} → key {k}, sentence {b}: sorted by weight α (rank 1 = largest); the value-weighted norm "
                  "‖α·f(x)‖ has its own rank. **Select a row** to open that head.").format(
