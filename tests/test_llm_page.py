@@ -178,3 +178,16 @@ def test_ablation_and_ranking_match_the_core():
     # the caption names, from these rows, the head with the most weight on "Mary" (position 1)
     best = rank["layout"]["meta"]["order"][:6][int(np.argmax(rows[:, 1]))]
     assert f"The most on “Mary”: {best} ({rows[:, 1].max():.2f})" in texts(at)
+
+
+@pytest.mark.parametrize("lang, said", [("zh", "（字符的一部分）"), ("en", " (part of a character)")])
+def test_byte_pieces_in_the_next_word_bars_say_what_they_are(lang, said):
+    """The Chinese example's next-word bars hold byte-fallback tokens (``<0xE4><0xBB>``, half of a character): each
+    such label says, in the page's language, that it is part of a character; whole tokens keep their label."""
+    at = open_page(lang="zh", prompt="小明和小红去了商店，小明把一杯水递给了") if lang == "zh" else \
+        open_page(lang="en", prompt="小明和小红去了商店，小明把一杯水递给了")
+    labels = list(by_stage(at, "predictions")["data"][0]["y"])
+    pieces = [t for t in labels if "<0x" in t]
+    print(labels)
+    assert len(pieces) >= 2 and all(re.fullmatch(r"(<0x[0-9A-F]{2}>)+" + re.escape(said), t) for t in pieces), labels
+    assert all(said not in t for t in labels if "<0x" not in t), labels

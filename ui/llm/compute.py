@@ -139,8 +139,14 @@ def ioi_last_rows() -> dict:
 
 
 def token_label(tokenizer_id: int) -> str:
-    """A readable label of one vocabulary id (``␣Mary``)."""
+    """A readable label of one vocabulary id (``␣Mary``; a byte piece ``<0xE4><0xBB> (part of a character)``)."""
     from transformer_core.models.smollm2_trace import encode_labels
 
     _net, tokenizer = model()
-    return encode_labels([tokenizer.id_to_token(int(tokenizer_id))])[0]
+    return readable(encode_labels([tokenizer.id_to_token(int(tokenizer_id))])[0])
+
+
+def readable(label: str) -> str:
+    """``label`` of one token, saying in the page's language when it holds bytes of a character that the token
+    alone does not complete (byte fallback: ``<0xE4><0xBB>`` → ``<0xE4><0xBB> (part of a character)``)."""
+    return _("{piece} (part of a character)").format(piece=label) if "<0x" in label else label

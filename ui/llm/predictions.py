@@ -119,9 +119,10 @@ def generation(prompt: str, t: float, k: int | None, p: float | None) -> None:
                t=_text(t), k=k if k is not None else _("off"), p=_text(p) if p is not None else _("off"), seed=seed))
     st.caption(_("Each step runs the model on the one new token only: the keys and values of the earlier tokens come "
                  "from the KV cache (they do not change under the causal mask). {how}.").format(how=how))
-    st.markdown("**" + _("Continuation") + ":** " + " ".join(f"`{s['label']}`" for s in out["steps"]))
-    rows = [{N_("step"): i + 1, N_("chosen token"): s["label"], N_("p at T = 1"): s["prob"],
-             **{f"#{r + 1}": f"{lab} {number(q, '.1%')}" for r, (lab, _i, q) in enumerate(s["top"])}}
+    said = compute.readable  # a byte piece that completes no character says so (<0xE4> (part of a character))
+    st.markdown("**" + _("Continuation") + ":** " + " ".join(f"`{said(s['label'])}`" for s in out["steps"]))
+    rows = [{N_("step"): i + 1, N_("chosen token"): said(s["label"]), N_("p at T = 1"): s["prob"],
+             **{f"#{r + 1}": f"{said(lab)} {number(q, '.1%')}" for r, (lab, _i, q) in enumerate(s["top"])}}
             for i, s in enumerate(out["steps"])]
     frame = pd.DataFrame(rows)
     st.dataframe(frame.rename(columns=lambda c: _(c)), hide_index=True, key="llm_gen_table",
