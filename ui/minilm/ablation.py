@@ -20,12 +20,14 @@ from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import _
 from ..shell.url import bind_url
+from .compute import holding
 
 
 # ------------------------------------------------------------------ MiniLM
 
 
 @memo("minilm_layer")
+@holding  # the whole model on the batch: one large computation at a time (ui/shell/heavy.py)
 def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str, batch: int, layer: int,
              reference: tuple[str, ...] | None = None) -> dict:
     from transformer_core.analysis.ablation_minilm import ablation_effects
@@ -38,6 +40,7 @@ def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str,
 
 @memo("minilm_summary", key=lambda sentences, padding, mode, reference=None, progress=None:
       (sentences, padding, mode, reference))
+@holding
 def _ranked(sentences: tuple[str, ...], padding: bool, mode: str, reference: tuple[str, ...] | None = None,
             progress=None) -> dict:
     from transformer_core.analysis.ablation_minilm import rank_heads
