@@ -433,6 +433,15 @@ def test_memory_limit_agrees_with_compose():
     assert limit == binary_bytes(_compose_app()["deploy"]["resources"]["limits"]["memory"])
 
 
+def test_the_app_is_told_its_memory_limit_as_the_container_has_it():
+    """ui/shell/heavy.py checks a large computation against AE_MEMORY_LIMIT_MB: it must be the pod's and compose's
+    memory limit (a larger number would let a replica be killed, a smaller one refuse work that fits)."""
+    container = app_container(rendered("base"))
+    limit = k8s_bytes(container["resources"]["limits"]["memory"])
+    assert int(env_of(container)["AE_MEMORY_LIMIT_MB"]) * 2**20 == limit
+    assert int(_compose_app()["environment"]["AE_MEMORY_LIMIT_MB"]) * 2**20 == limit
+
+
 def test_static_init_container_calls_precompress_as_it_is():
     """The init container's one-liner parses and calls deploy/precompress_static.py's build(dest, workers=…)."""
     static = find(rendered("base"), "Deployment", f"{APP}-static")["spec"]["template"]["spec"]
