@@ -1,7 +1,7 @@
 """The SmolLM2 page in headless Chromium at 1280×720, in English and 中文 (issue 32): the first visit draws the
-predictions and the head grid; a click on a tile of the grid opens that head, and the open head is drawn inside the
-screen beside the grid. Times are printed (first render, click → head drawn). Screenshots go to tmp_path (or
-$ATTENTION_DOCS_IMAGES), never into the checkout."""
+predictions and the head grid; a click on a tile of the grid opens that head (under the grid, as wide as the page), and
+the page brings the open head onto the screen. Times are printed (first render, click → head drawn). Screenshots go
+to tmp_path (or $ATTENTION_DOCS_IMAGES), never into the checkout."""
 from __future__ import annotations
 
 import time
@@ -85,10 +85,81 @@ def test_a_tile_click_opens_the_head_in_view(server, chromium, lang, tmp_path, c
     page.screenshot(path=str(folder / f"llm_{lang}_open_head.png"))
     opened = focus(page)
     assert opened and opened["meta"]["head"] == HEAD and opened["meta"]["layer"] == LAYER, opened
-    assert 0 <= opened["top"] < HEIGHT - 150 and opened["right"] <= WIDTH, opened  # drawn in view beside the grid
+    assert 0 <= opened["top"] < HEIGHT - 150 and opened["right"] <= WIDTH, opened  # drawn in view (brought up under the grid)
     assert page.get_by_text("// 3" if lang == "en" else "// 3").first.is_visible()  # the KV group is named
     url = page.url
     assert f"layer={LAYER}" in url and f"head={HEAD}" in url
     with capsys.disabled():
         print(f"\n/llm {lang}: first render {first:.2f} s, tile click → head drawn {clicked:.2f} s")
     page.close()
+
+
+# [left, top, right, bottom, text] of every drawn text of each chart that spills out of its own SVG (a caption cut at
+# the figure's edge: "…fixed 0–1 scale t")
+SPILLED = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => {
+    const s = d.querySelector('.main-svg').getBoundingClientRect();
+    return Array.from(d.querySelectorAll('text')).filter(t => t.textContent.trim() && !t.closest('.hoverlayer, .modebar'))
+        .map(t => [t.getBoundingClientRect(), t.textContent])
+        .filter(([r, x]) => r.width > 0 && (r.right > s.right + 0.5 || r.left < s.left - 0.5))
+        .map(([r, x]) => [d.layout.meta && d.layout.meta.stage, x]); }).flat()"""
+# the open head's heatmap (its drawn image) and the smallest font of its tick labels
+FOCUS_IMAGE = """() => { const d = Array.from(document.querySelectorAll('.js-plotly-plot')).find(d => d.layout && d.layout.meta
+        && d.layout.meta.head !== undefined && d.layout.meta.stage === 'weights');
+    const r = d.querySelector('g.hm image').getBoundingClientRect();
+    const fonts = Array.from(d.querySelectorAll('.xtick text, .ytick text')).map(t => parseFloat(getComputedStyle(t).fontSize));
+    return {top: r.top, bottom: r.bottom, width: r.width, height: r.height, font: Math.min(...fonts)}; }"""
+# the stage buttons and the Layer box beside them: [right of the last stage button, right of its row's column,
+# left of the Layer box]
+STAGE_ROW = """(stage) => { const label = Array.from(document.querySelectorAll('[data-testid="stWidgetLabel"]'))
+        .find(e => e.innerText.trim() === stage);
+    const control = label.closest('[data-testid="stElementContainer"]');
+    const buttons = Array.from(control.querySelectorAll('button')).map(b => b.getBoundingClientRect().right);
+    const column = control.closest('[data-testid="stColumn"]').getBoundingClientRect();
+    const row = control.closest('[data-testid="stHorizontalBlock"]');
+    const layer = row.querySelectorAll('[data-testid="stColumn"]')[1].getBoundingClientRect();
+    return [Math.max(...buttons), column.right, layer.left, buttons.length]; }"""
+
+
+@pytest.mark.parametrize("lang, n_tokens", [("en", 14), ("zh", 35)])
+def test_open_head_readable_and_in_view_at_1280x720(server, chromium, lang, n_tokens, tmp_path, capsys):
+    """A classroom projector (1280×720), the default prompt of each language (14 and 35 tokens). Beside the grid, the
+    open head was ~105 px square with its key labels over each other, the stage row ran under the Layer box
+    ("contex", "上下"), the tile titles ran together ("head 0 · KV0head 1 · KV0") and the caption was cut at the
+    figure's edge. Now: no two texts of any chart overlap, no text leaves its chart, tick labels are ≥ 10 px, the
+    heatmap is ≥ 200 px, every stage button is whole, and a tile click brings the opened head into view."""
+    from test_browser_issue34 import CHART_TEXTS, overlapping
+
+    page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    page.goto(f"{server}/llm?lang={lang}")
+    wait_idle(page, 240_000)
+    assert figure(page, "weights")["meta"]["layer"] == 0
+    n = page.evaluate("() => Array.from(document.querySelectorAll('.js-plotly-plot')).find(d => d.layout.meta"
+                      " && d.layout.meta.stage === 'weights')._fullData[0].z.length")
+    assert n == n_tokens
+    charts = page.evaluate(CHART_TEXTS)
+    found = {c["meta"].get("stage"): overlapping(c["texts"])[:4] for c in charts if overlapping(c["texts"])}
+    spilled = page.evaluate(SPILLED)
+    heat = page.evaluate(FOCUS_IMAGE)
+    last, column, layer_box, n_stages = page.evaluate(STAGE_ROW, "Stage" if lang == "en" else "阶段")
+    with capsys.disabled():
+        print(f"\n/llm {lang}, {n} tokens: {len(charts)} charts, overlapping {found}, spilled {spilled}, heatmap "
+              f"{heat['width']:.0f} px, smallest tick {heat['font']} px, stage buttons end at {last:.0f} "
+              f"(column {column:.0f}, Layer box {layer_box:.0f})")
+    assert not found and not spilled
+    assert heat["width"] >= 200 and heat["height"] >= 200 and heat["font"] >= 10, heat
+    assert n_stages >= 7 and last <= column + 0.5 and last <= layer_box, (last, column, layer_box)
+
+    click_tile(page, LAYER, HEAD)
+    page.wait_for_function("""([layer, head]) => Array.from(document.querySelectorAll('.js-plotly-plot')).some(
+        d => d.layout && d.layout.meta && d.layout.meta.stage === 'weights' && d.layout.meta.head === head
+             && d.layout.meta.layer === layer)""", arg=[LAYER, HEAD], timeout=120_000)
+    wait_idle(page, 120_000)
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(tmp_path / f"llm_{lang}_{n}_tile_click.png"))
+    heat = page.evaluate(FOCUS_IMAGE)
+    header = page.evaluate("() => document.querySelector('[data-testid=\"stHeader\"]').getBoundingClientRect().bottom")
+    page.close()
+    with capsys.disabled():
+        print(f"after a tile click on L{LAYER}H{HEAD}: heatmap at {heat['top']:.0f}–{heat['bottom']:.0f} px "
+              f"(viewport 0–{HEIGHT}, header to {header:.0f})")
+    assert header <= heat["top"] and heat["top"] + min(heat["height"], 300) <= HEIGHT, heat  # its top 300 px in view

@@ -225,8 +225,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     angle = 0 if longest * 7 <= plot_px / max(1, len(xticks)) else -90
     if fit_ticks:  # narrow panels: every k-th label where a label per row or column would not fit (issue 34)
         plot_h = size - ((longest * 7 + 8 if angle else 18) + 34) - 70  # less the labels above and the caption
-        if square:
-            plot_h = min(plot_h, plot_px)
+        if square:  # one cell = one square: the shorter side sets both (the key labels' too)
+            plot_h = plot_px = min(plot_h, plot_px)
         if angle:  # horizontal labels fit their columns by construction
             xticks = fitted_positions(n_cols, plot_px, x_font)
         yticks = fitted_positions(n_rows, plot_h, y_font)
@@ -338,7 +338,12 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     common = dict(zrange=(0.0, 1.0) if row_scale else zrange, colorscale=colorscale, meta=meta, show_scale=show_scale,
                   height=height, title="" if source is not None else below,
                   scale_title=_("÷ row max") if row_scale else _(STAGE_SHORT.get(stage, stage)), row_ticks=ticks,
-                  width_px=width_px, square=square)
+                  width_px=width_px, square=square,
+                  # the app's focused head at its default size (``source``, no height: up to WIDE_TOKENS tokens, a
+                  # ~200-px plot beside the tiles): every k-th label where one per token would overlap (SmolLM2 at 23
+                  # tokens: the 23 key labels ran together). Drawn across the column (a height given), every token
+                  # keeps its label up to MAX_TICKS, as the head view's caption beyond says
+                  fit_ticks=source is not None and height is None)
     if stage in PATTERN_STAGES:
         visible = trace.visible(batch).copy()
         if hide_keys is not None:

@@ -38,34 +38,48 @@ def color_control() -> str:
                                 format_func=names.get)
 
 
-def grid_and_head(prompt: str, trace: Trace, grids: dict, color: str) -> None:
-    """The fragment: the 30 × 9 grid (a click opens a head), then the open head's view and its KV group."""
+def open_tile(event_key: str) -> None:
+    """``on_select`` of the grid: a click on a head opens it, and the next run brings the opened head's answer line
+    and heatmap (under the grid) to the top of the screen, also when that head was open already."""
+    tile = callbacks.clicked_tile(event_key, compute.N_HEADS, compute.N_LAYERS)
+    if tile is not None:
+        st.session_state["llm_layer"], st.session_state["llm_head"] = tile
+        head_view.opened_by_tile("llm_")
+
+
+def grid_and_head(prompt: str, trace: Trace, grids: dict) -> None:
+    """The fragment: the 30 × 9 grid (a click opens a head) beside its colour choice and the open head's key/value
+    group; under them, the open head's view as wide as the page (a tile click scrolls it into view)."""
     ss = st.session_state
     bind_url("llm_layer", "layer", range(compute.N_LAYERS), 0)
     bind_url("llm_head", "head", range(compute.N_HEADS), 0)
     layer, head = int(ss.get("llm_layer", 0)), int(ss.get("llm_head", 0))
     n = len(trace.tokens[0])
+    # the grid is tall and narrow: beside it its legend and the open head's KV group; the open head goes under it,
+    # as wide as the page (beside the grid at 1280×720 its heatmap was ~105 px, its labels and stage row cut)
+    left, right = st.columns([1, 1.6], gap="medium")
+    with right:
+        st.markdown(_("**All {layers} layers × {heads} heads**, one colour per head. **Click a head** to open it "
+                      "below. The white lines part the three key/value groups.").format(layers=compute.N_LAYERS,
+                                                                                        heads=compute.N_HEADS))
+        color = color_control()
+        st.caption(_("Open below: **layer {layer} · head {head}** ↓").format(layer=layer, head=head))
     zmax = math.log(n) if color == "entropy" else 1.0
     fig = head_grid_figure(grids[color], value_name=_(COLORS[color]), zmax=max(zmax, 1e-6), highlight=(layer, head),
                            fmt=".1%" if color == "sink_share" else ".2f")
     fmt = ss.get("shared_image_format", "png")
-    # the grid is tall and narrow: the open head stands beside it, so a click's answer is in view at 1280×720
-    left, right = st.columns([1, 2.4], gap="medium")
-    left.plotly_chart(fig, key="llm_grid", selection_mode="points", on_select=partial(
-        callbacks.open_tile, "llm_grid", "llm_layer", "llm_head", compute.N_HEADS, compute.N_LAYERS),
-        config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt))
+    left.plotly_chart(fig, key="llm_grid", selection_mode="points", on_select=partial(open_tile, "llm_grid"),
+                      config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt))
+    stage, _batch, layer, head, scale, all_large = head_view.controls(compute.N_HEADS, "llm_",
+                                                                      n_layers=compute.N_LAYERS)
+    layer_trace = compute.layer_trace(prompt, layer)
     with right:
-        stage, _batch, layer, head, scale, all_large = head_view.controls(compute.N_HEADS, "llm_",
-                                                                          n_layers=compute.N_LAYERS)
-        layer_trace = compute.layer_trace(prompt, layer)
         kv_note(layer_trace, layer, head)
-        head_view.show(layer_trace, batch=0, layer=layer, stage=stage, head=head, fixed=scale, all_large=all_large,
-                       key_prefix="llm_", title_prefix=_("layer {layer} · ").format(layer=layer))
-    c1, c2 = st.columns([1, 2])
-    with c1:
-        trace_tables.stage_csv(layer_trace, stage, batch=0, layer=layer, key_prefix="llm_")
-    with c2:
-        trace_tables.trace_downloads(layer_trace, batch=0, stages=head_view.STAGES, layer=layer, key_prefix="llm_")
+    head_view.show(layer_trace, batch=0, layer=layer, stage=stage, head=head, fixed=scale, all_large=all_large,
+                   key_prefix="llm_", title_prefix=_("layer {layer} · ").format(layer=layer))
+    # the CSV button on its own row: a third of the page cut its label ("⬇ Attention weights softmax(·)…")
+    trace_tables.stage_csv(layer_trace, stage, batch=0, layer=layer, key_prefix="llm_")
+    trace_tables.trace_downloads(layer_trace, batch=0, stages=head_view.STAGES, layer=layer, key_prefix="llm_")
 
 
 def kv_note(trace: Trace, layer: int, head: int) -> None:
@@ -115,11 +129,6 @@ def stats_table(stats, n_tokens: int) -> None:
 
 
 def section(prompt: str, summary: dict) -> None:
-    """The grid's caption and colour choice (outside the fragment), then the fragment."""
-    trace = summary["trace"]
+    """The section's title, then the fragment (the grid, its colour choice and the open head)."""
     st.subheader(_("Every head at a glance, one head stage by stage"))
-    st.markdown(_("**All {layers} layers × {heads} heads**, one colour per head. **Click a head** to open it on the "
-                  "right. The white lines part the three key/value groups.").format(layers=compute.N_LAYERS,
-                                                                             heads=compute.N_HEADS))
-    color = color_control()
-    fragments.part("llm", grid_and_head, prompt, trace, summary["grids"], color)
+    fragments.part("llm", grid_and_head, prompt, summary["trace"], summary["grids"])
