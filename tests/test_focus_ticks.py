@@ -1,34 +1,27 @@
 """The app's focused head (``stage_figure(source=…)``, square cells) labels every k-th token where one label per
 token would overlap, on both axes alike: at 23 tokens the ~200-px plot's key labels ran into each other (SmolLM2
-page at 1280×720) while the query labels had been thinned. Up to 14 tokens every token keeps its label; a head drawn
-across the column (a height given, beyond WIDE_TOKENS) labels every token up to MAX_TICKS, as before."""
+page at 1280×720) while the query labels had been thinned. 14 tokens keep every label; a head drawn across the column
+(a height given, beyond WIDE_TOKENS) labels every token up to MAX_TICKS, as before."""
 from __future__ import annotations
-
-import pytest
 
 from transformer_core import EncoderConfig, run_toy
 from transformer_core.figures.stage import stage_figure
 
 
-def focused(n: int):
+def labelled(n: int, **size) -> tuple[list[int], list[int], float]:
+    """Positions labelled on the key (x) and query (y) axes of the focused head at ``n`` tokens, and the key font."""
     trace = run_toy([" ".join(f"w{i}" for i in range(n))], EncoderConfig(d_model=16, n_heads=2, seed=0), causal=True,
                     max_tokens=128)
     assert len(trace.tokens[0]) == n
-    return stage_figure(trace, "weights", head=0, square=True, source=["sentence"], title="layer 0 · head 0")
+    fig = stage_figure(trace, "weights", head=0, square=True, source=["sentence"], title="layer 0 · head 0", **size)
+    return ([int(v.split(":")[0]) for v in fig.layout.xaxis.tickvals],
+            [int(v.split(":")[0]) for v in fig.layout.yaxis.tickvals], fig.layout.xaxis.tickfont.size)
 
 
-@pytest.mark.parametrize("n, step", [(14, 1), (23, 2)])
-def test_both_axes_of_the_focused_head_label_the_same_positions(n, step):
-    fig = focused(n)
-    expected = list(range(0, n, step))
-    xs = [int(v.split(":")[0]) for v in fig.layout.xaxis.tickvals]
-    ys = [int(v.split(":")[0]) for v in fig.layout.yaxis.tickvals]
-    assert (xs, ys) == (expected, expected)
-    assert fig.layout.xaxis.tickangle == -90 and fig.layout.xaxis.tickfont.size >= 10
-
-
-def test_a_head_drawn_across_the_column_labels_every_token_up_to_64():
-    trace = run_toy([" ".join(f"w{i}" for i in range(64))], EncoderConfig(d_model=16, n_heads=2, seed=0), causal=True,
-                    max_tokens=128)
-    fig = stage_figure(trace, "weights", head=0, square=True, source=["sentence"], height=840, width_px=700)
-    assert len(fig.layout.xaxis.tickvals) == len(fig.layout.yaxis.tickvals) == 64
+def test_both_axes_of_the_focused_head_label_the_same_positions():
+    keys, queries, font = labelled(23)
+    assert keys == queries == list(range(0, 23, 2)) and font == 11  # old: all 23 keys, every 2nd query
+    keys, queries, font = labelled(14)
+    assert keys == queries == list(range(14)) and font == 12
+    keys, queries, font = labelled(64, height=840, width_px=700)  # across the column: every token up to 64
+    assert keys == queries == list(range(64)) and font == 10
