@@ -19,7 +19,7 @@ ss = st.session_state
 controls.current()
 st.title(_("A real language model: SmolLM2-135M"))
 st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder like today's chat models: 30 layers, "
-             "d_model = 576, 9 query heads sharing 3 key/value heads (d_k = 64), rotary positions, RMSNorm, SwiGLU, "
+             "d_model = 576, 9 query heads sharing 3 key/value heads (d_head = 64), rotary positions, RMSNorm, SwiGLU, "
              "a causal mask. Its trained weights run on this app's own modules. The sidebar does not apply here."))
 
 # ------------------------------------------------------------------ the prompt (?prompt=…)

@@ -23,7 +23,7 @@ N_LAYERS, N_HEADS = 6, 12
 ss = st.session_state
 settings = controls.current()
 st.title(_("Trained model: MiniLM-L6"))
-st.caption(_("all-MiniLM-L6-v2, a 6-layer BERT encoder (12 heads per layer, d_model = 384, d_k = 32), trained as a "
+st.caption(_("all-MiniLM-L6-v2, a 6-layer BERT encoder (12 heads per layer, d_model = 384, d_head = 32), trained as a "
              "sentence-embedding model and run on this app's own attention modules: these patterns were *learned*. "
              "From the sidebar only the **sentences** and the **Padding mask** apply here (MiniLM has its own "
              "WordPiece tokenizer, sizes and weights, and attends in both directions)."))
