@@ -24,6 +24,7 @@ from ui.shell import controls  # noqa: E402  (after the navigation on purpose: t
 i18n.setup_package()  # figures and texts built in transformer_core speak the session's language too
 
 st.session_state["_settings"] = controls.sidebar(page.url_path)  # controls that do nothing on the page: disabled
+failover.resync_on_reconnect()  # a page whose connection comes back reruns whole (its fragments are unknown elsewhere)
 page.run()
 
 from ui.shell import url  # noqa: E402

@@ -8,8 +8,11 @@ old session id was moved: everything in the URL (sentence, model settings, page,
 back by itself, anything else (an uploaded trace, a download) must be redone. A page opened by a
 link or typed address sends no old id and gets no notice.
 
-The new session does not run until the student's next click, and that click arrives with every
-widget's value as the browser shows it. On that first run the URL is not read (``moved_this_run``),
+The new session would not run until the student's next click, and a click inside a fragment (a tile, a cell, a
+stage) asks for that fragment alone, which the new server has never registered: Streamlit skips it and the click is
+lost. So the page reruns itself as soon as its connection comes back (:func:`resync_on_reconnect`): a hidden button
+outside every fragment is clicked by a small script, and that full run is the moved session's first. It arrives with
+every widget's value as the browser shows it. On that first run the URL is not read (``moved_this_run``),
 so the click counts instead of being overwritten by the URL, which still holds the old value.
 """
 from __future__ import annotations
@@ -62,3 +65,27 @@ def moved_this_run() -> bool:
     the view and sends every widget's value (including the click that caused this run), so the
     URL must not overwrite them (it lags that click)."""
     return st.session_state.get("_failover") == "moved"
+
+
+RESYNC_KEY = "_ae_resync"
+# Streamlit shows stConnectionStatus while its websocket is down; once it is gone again, click the hidden button (a
+# full rerun: on another replica, the moved session's first run). Installed once per browser tab.
+_RESYNC = """<style>.st-key-_ae_resync {display: none;}</style><script>(() => {
+  if (window.__aeResync) return;
+  window.__aeResync = true;
+  let lost = false;
+  new MutationObserver(() => {
+    if (document.querySelector('[data-testid="stConnectionStatus"]')) { lost = true; return; }
+    if (!lost) return;
+    lost = false;
+    setTimeout(() => { const b = document.querySelector('.st-key-_ae_resync button'); if (b) b.click(); }, 300);
+  }).observe(document.body, {subtree: true, childList: true});
+})();</script>"""
+
+
+def resync_on_reconnect() -> None:
+    """In the sidebar, hidden: a button outside every fragment and the script that clicks it when the page's
+    connection comes back, so a page moved to another replica is drawn there at once (its notice, its fragments, its
+    download links) and a student's next click, inside a fragment too, counts."""
+    st.sidebar.button("↻", key=RESYNC_KEY)
+    st.sidebar.html(_RESYNC, unsafe_allow_javascript=True)
