@@ -44,13 +44,6 @@ def clicked_tile(event_key: str, n_heads: int, n_layers: int | None = None) -> t
     return tile
 
 
-def open_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, n_layers: int | None = None) -> None:
-    """``on_select`` of an overview figure: a click on a tile centre opens that (layer, head)."""
-    tile = clicked_tile(event_key, n_heads, n_layers)
-    if tile is not None:
-        st.session_state[layer_key], st.session_state[head_key] = tile
-
-
 def open_row(event_key: str, layer_key: str, head_key: str, n_heads: int) -> None:
     """``on_select`` of a per-head statistics table whose rows are layer-major (whatever the sort)."""
     event = st.session_state.get(event_key) or {}

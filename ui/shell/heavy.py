@@ -38,8 +38,6 @@ MEMORY_WAIT_S = 90  # and this long for memory: a closed session is freed after 
 PEAK_FACTOR = 2.8
 HEADROOM = 256 * 2**20  # kept free for the other students' small runs, which do not take the slot
 _slot = threading.RLock()
-_held = {"now": 0, "most": 0}  # threads holding the slot now, and the most ever at once (tests, diagnostics)
-_count_lock = threading.Lock()
 # per script thread (Streamlit starts one per run, and reruns asked for during a run continue on it): how deep it is
 # in large computations (the slot is re-entrant), and whether its memory was checked (the measured need is a run's)
 _depth = threading.local()
@@ -59,11 +57,6 @@ def _refuse(note, message: str) -> None:
 def attention_bytes(batch: int, tokens: int, layers: int, heads: int, stages: int = 1, itemsize: int = 4) -> int:
     """Bytes of ``stages`` attention arrays ``[batch, heads, tokens, tokens]`` over ``layers`` layers."""
     return batch * layers * heads * tokens * tokens * stages * itemsize
-
-
-def most_at_once() -> int:
-    """The most large computations that ever ran at once in this process (1 when the slot works)."""
-    return _held["most"]
 
 
 @contextlib.contextmanager
@@ -89,17 +82,11 @@ def large(nbytes: int, wait_s: float | None = None) -> Iterator[None]:
             raise
         _depth.admitted = True
     _depth.n = depth + 1
-    if depth == 0:
-        with _count_lock:
-            _held["now"] += 1
-            _held["most"] = max(_held["most"], _held["now"])
     try:
         yield
     finally:
         _depth.n = depth
         if depth == 0:
-            with _count_lock:
-                _held["now"] -= 1
             cache.release_free_memory()  # the run's freed arrays go back to the OS before the next one starts
         _slot.release()
 
