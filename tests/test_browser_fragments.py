@@ -172,6 +172,8 @@ def test_minilm_tile_reruns_the_overview_and_head_view_only(app):
     assert page.evaluate(OUTSIDE, stats)[:1] == stats_before[:1]
     # clicks that ablate: the ablation section below reads the ablated heads, so the whole page reruns
     page.get_by_test_id("stCheckbox").filter(has_text="Click tiles to ablate heads").locator("label").click()
+    # the toggle's run has drawn its note (a tile clicked before that would open a head, not ablate it)
+    page.wait_for_function("() => document.body.innerText.includes('Ablated: ')", timeout=60_000)
     wait_idle(page)
     sent = sent_after(page, frames, click_tile(3 * 12 + 7),
                       "() => document.body.innerText.includes('L3H7')")

@@ -238,11 +238,12 @@ def _reconnect_in_browser(c, b, word: str) -> None:
                                " return window.__sawStatus && !!t && t.value.includes(w)"
                                " && !document.querySelector('[data-testid=\"stStatusWidget\"]'); }",
                                arg=word, timeout=90_000)
-        # The page is live on the survivor: a click reruns there as the new session's first run (the
-        # sentence and a drawn heatmap are there afterwards; the access log below shows the websocket
-        # on the survivor), and the student is told, in the page, what happened and what came back.
+        # The page reruns on the survivor by itself (ui.shell.failover.resync_on_reconnect) and tells the student,
+        # in the page, what happened and what came back; then a click counts there (the sentence and a drawn heatmap
+        # are there afterwards; the access log below shows the websocket on the survivor).
+        notice = page.get_by_test_id("stAlertContentInfo").get_by_text("Reconnected to another server")
+        notice.wait_for(timeout=90_000)
         page.get_by_test_id("stSidebarUserContent").get_by_text("Causal mask", exact=True).click(timeout=90_000)
-        page.get_by_test_id("stAlertContentInfo").get_by_text("Reconnected to another server").wait_for(timeout=30_000)
         page.wait_for_function("(w) => { const t = document.querySelector('textarea');"
                                " return !!t && t.value.includes(w)"
                                " && !document.querySelector('[data-testid=\"stStatusWidget\"]')"

@@ -17,6 +17,8 @@ so the click counts instead of being overwritten by the URL, which still holds t
 """
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from .i18n import N_, _
@@ -42,6 +44,8 @@ def notice_if_moved() -> None:
     "settled" from the run after a "moved" one on (the URL is read as usual again)."""
     ss = st.session_state
     phase = ss.get("_failover")
+    # the hidden button's rerun soon after a move (it can follow a click of the student's that was the moved run)
+    resynced = bool(ss.get(RESYNC_KEY)) and time.monotonic() - ss.get("_moved_at", -1e9) < RESYNC_SECONDS
     if phase == "moved":
         ss["_failover"] = "settled"
         if ss.pop("_moved_rerun", False):  # the first run was redrawn at once (ui.shell.url.settle_moved_run)
@@ -50,11 +54,16 @@ def notice_if_moved() -> None:
                 st.warning(_(AGAIN), icon=":material/download:")
                 # again as a toast: the first run's toast is cleared by this redraw, and a button in an expander is hidden
                 st.toast(_(AGAIN), icon=":material/download:", duration="long")
+        elif resynced:
+            st.info(_(MESSAGE), icon=":material/sync_problem:")
+    elif phase == "settled" and resynced:
+        st.info(_(MESSAGE), icon=":material/sync_problem:")
     if phase is not None:
         return
     moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))
     ss["_failover"] = "moved" if moved else "fresh"
-    if moved:  # this run's widget values come from the browser, not the URL (ui.shell.url)
+    if moved:
+        ss["_moved_at"] = time.monotonic()  # this run's widget values come from the browser, not the URL (ui.shell.url)
         st.toast(_("**Reconnected to another server.** Your view came back."), icon=":material/sync_problem:",
                  duration="long")
         st.info(_(MESSAGE), icon=":material/sync_problem:")
@@ -68,17 +77,24 @@ def moved_this_run() -> bool:
 
 
 RESYNC_KEY = "_ae_resync"
+RESYNC_SECONDS = 30  # a resync rerun this soon after a move says the notice again
 # Streamlit shows stConnectionStatus while its websocket is down; once it is gone again, click the hidden button (a
 # full rerun: on another replica, the moved session's first run). Installed once per browser tab.
 _RESYNC = """<style>.st-key-_ae_resync {display: none;}</style><script>(() => {
   if (window.__aeResync) return;
   window.__aeResync = true;
-  let lost = false;
+  const down = () => !!document.querySelector('[data-testid="stConnectionStatus"]');
+  let lost = false, timer = null;
   new MutationObserver(() => {
-    if (document.querySelector('[data-testid="stConnectionStatus"]')) { lost = true; return; }
-    if (!lost) return;
-    lost = false;
-    setTimeout(() => { const b = document.querySelector('.st-key-_ae_resync button'); if (b) b.click(); }, 300);
+    if (down()) { lost = true; clearTimeout(timer); timer = null; return; }
+    if (!lost || timer) return;
+    // once, after the status has stayed away for a moment (it can flicker while reconnecting)
+    timer = setTimeout(() => {
+      timer = null;
+      if (down()) return;
+      lost = false;
+      const b = document.querySelector('.st-key-_ae_resync button'); if (b) b.click();
+    }, 600);
   }).observe(document.body, {subtree: true, childList: true});
 })();</script>"""
 
