@@ -13,7 +13,7 @@ from transformer_core.figures.overview import overview_figure
 from transformer_core.models.minilm import PretrainedUnavailable
 from ui.minilm import ablation, head_fragment, moves, wordpiece_note
 from ui.minilm import compute as minilm
-from ui.parts import ablation_controls, moves_panels, trace_tables
+from ui.parts import ablation_controls, head_view, moves_panels, trace_tables
 from ui.parts.labels import and_list, sentence_label
 from ui.parts.numbers import number
 from ui.shell import callbacks, controls, fragments, url
@@ -127,7 +127,8 @@ share = _("Share of each query's attention that goes to {} keys (mean over real 
 shown = stats.copy()
 shown[["cls_share", "sep_share", "pad_share"]] *= 100  # percentages, one format for every cell
 percent = dict(format="%.1f%%", min_value=0.0, max_value=100.0)
-st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "minilm_stats", **open_head),
+st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "minilm_stats", **open_head,
+                                                           then=partial(head_view.opened_by_tile, "minilm_")),
              selection_mode="single-row", hide_index=True, height=320, column_config={
                  # widths in px: all eight columns fit the 820-px column of a 1280×720 projector ("to [PAD]" was cut)
                  "layer": st.column_config.NumberColumn(_("layer"), width=52),

@@ -111,7 +111,8 @@ def stats_table(stats, n_tokens: int) -> None:
         n=n_tokens, max=number(math.log(max(n_tokens, 1)), ".2f")))
     shown = stats.copy()
     shown["sink_share"] = shown["sink_share"] * 100
-    st.dataframe(shown, key="llm_stats", on_select=partial(callbacks.open_row, "llm_stats", **OPEN_HEAD),
+    st.dataframe(shown, key="llm_stats", on_select=partial(callbacks.open_row, "llm_stats", **OPEN_HEAD,
+                                                     then=partial(head_view.opened_by_tile, "llm_")),
                  selection_mode="single-row", hide_index=True, height=300, column_config={
                      "layer": st.column_config.NumberColumn(_("layer"), width=52),
                      "head": st.column_config.NumberColumn(_("head"), width=52),

@@ -48,7 +48,8 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     many = sentences is not None and len(sentences) > 1
     # the eight stage buttons need ~500 px of the ~790 at 1280 px (a sentence label gets ~200); colours and "all heads large" sit by the tiles
     widths = [5.8] + [2.3] * many + [1.0] * (n_layers > 1) + [1.0]
-    left, *pickers, middle = st.columns(widths, vertical_alignment="bottom")
+    # keyed: a tile click scrolls this row to the top when the opened head still fits under it (_SCROLL)
+    left, *pickers, middle = st.container(key=f"{key_prefix}pickers").columns(widths, vertical_alignment="bottom")
     batch = layer = 0
     if many:
         labels = [sentence_label(b, s, 30) for b, s in enumerate(sentences)]
@@ -91,13 +92,22 @@ def chosen_cell(trace: Trace, batch: int, key_prefix: str) -> tuple[int, int]:
     return int(value(f"{key_prefix}q") or 0), int(value(f"{key_prefix}k") or 0)
 
 
-def _layout(wide: bool) -> dict:
+# A long sentence's heatmap is taller than the screen: its answer line sticks under Streamlit's header (60 px) while
+# the student scrolls to a low row, so a click anywhere shows its answer without moving the clicked cell (issue 34).
+# (Streamlit wraps the keyed container in a layout wrapper of its own height: that wrapper is what sticks.)
+_STICKY = """<style>[data-testid="stLayoutWrapper"]:has(> .st-key-{prefix}answer) {{position: sticky; top: 60px;
+  z-index: 3; background: #fff; padding: 4px 0; border-bottom: 1px solid rgba(49, 51, 63, 0.2);}}</style>"""
+
+
+def _layout(wide: bool, key_prefix: str) -> dict:
     """Where each part goes. Short sentences: the focused head beside a column with the colour choice, the
     chosen cell's answer (in view after a click at 1280×720), the tiles and the formula. Long ones: the
     choice and the answer above a focused head as wide as the page, tiles and formula below it."""
     if wide:
-        options, answer = st.columns([1.3, 1.7], gap="medium")
-        focus = st.container()
+        options = st.container(horizontal=True, vertical_alignment="bottom", gap="large")  # one row over the band
+        band = st.container()  # the answer stays at the top of the screen over the tall heatmap (_STICKY)
+        answer, focus = band.container(key=f"{key_prefix}answer"), band.container()
+        st.html(_STICKY.format(prefix=key_prefix))
         tiles, formula = st.columns([1, 1], gap="medium")
         return dict(options=options, answer=answer, focus=focus, tiles=tiles, formula=formula)
     focus, side = st.columns([1.5, 1], gap="medium")
@@ -132,9 +142,16 @@ _SCROLL = """<span id="{id}"></span><script>
   const header = document.querySelector('[data-testid="stHeader"]');
   const top = header ? Math.max(0, header.getBoundingClientRect().bottom) : 0;
   const r = answer.getBoundingClientRect();
+  let target = answer;
+  if ({always}) {{  // the Stage / Layer / Head row above it too, when the opened heatmap still ends on screen
+    const row = document.querySelector(".st-key-{prefix}pickers"), focus = document.querySelector(".st-key-{prefix}focus");
+    const shift = row && row.getBoundingClientRect().top - (top + 8);
+    const bottom = Math.max(r.bottom, focus ? focus.getBoundingClientRect().bottom : 0);
+    if (row && shift <= r.top - (top + 8) && bottom - shift <= window.innerHeight) target = row;
+  }}
   if ({always} || r.top < top || r.bottom > window.innerHeight) {{
-    answer.style.scrollMarginTop = (top + 8) + "px";
-    answer.scrollIntoView({{block: "{block}", behavior: "instant"}});
+    target.style.scrollMarginTop = (top + 8) + "px";
+    target.scrollIntoView({{block: "{block}", behavior: "instant"}});
   }}
 }})();
 </script>"""
@@ -156,7 +173,8 @@ def _answer_into_view(key_prefix: str, chosen: tuple, tile: bool) -> None:
     if tile or (before is not None and before != chosen and before[0] == chosen[0]):
         count = ss[f"_{key_prefix}scrolls"] = ss.get(f"_{key_prefix}scrolls", 0) + 1  # a new element: it runs again
         ident = f"ae-answer-{key_prefix}{'-'.join(map(str, chosen))}-{count}"
-        st.html(_SCROLL.format(id=ident, always="true" if tile else "false", block="start" if tile else "nearest"),
+        st.html(_SCROLL.format(id=ident, always="true" if tile else "false", block="start" if tile else "nearest",
+                               prefix=key_prefix),
                 unsafe_allow_javascript=True)
 
 
@@ -178,7 +196,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     n = len(trace.tokens[batch])
     wide = n > figures.WIDE_TOKENS and stage in PATTERN_STAGES  # long sentences: the focused head fills the column
     cell = chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
-    where = _layout(wide)
+    where = _layout(wide, key_prefix)
     opened = st.session_state.pop(f"_{key_prefix}tile_opened", False)  # this run's only: read, even with no answer
     st.html(figures.SCREEN_ONLY_CSS)  # the selection frames on screen; saved images stay clean (issue 34)
     with where["options"]:

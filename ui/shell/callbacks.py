@@ -44,9 +44,12 @@ def clicked_tile(event_key: str, n_heads: int, n_layers: int | None = None) -> t
     return tile
 
 
-def open_row(event_key: str, layer_key: str, head_key: str, n_heads: int) -> None:
-    """``on_select`` of a per-head statistics table whose rows are layer-major (whatever the sort)."""
+def open_row(event_key: str, layer_key: str, head_key: str, n_heads: int, then=None) -> None:
+    """``on_select`` of a per-head statistics table whose rows are layer-major (whatever the sort); ``then()`` after
+    a row opened its head (e.g. ``partial(head_view.opened_by_tile, prefix)``: the head comes into view)."""
     event = st.session_state.get(event_key) or {}
     rows = (event.get("selection") or {}).get("rows") or []
     if rows:
         st.session_state[layer_key], st.session_state[head_key] = divmod(int(rows[0]), n_heads)
+        if then is not None:
+            then()
