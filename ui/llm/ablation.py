@@ -16,7 +16,7 @@ from transformer_core.figures.smollm2 import attend_figure, rank_figure
 from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
-from ..parts.ablation_controls import _names, bind_heads
+from ..parts.ablation_controls import bind_heads, head_names
 from ..parts.numbers import number
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
@@ -32,7 +32,7 @@ def _controls() -> tuple[tuple, str]:
     bind_heads("llm_ablate", compute.N_LAYERS, compute.N_HEADS)
     bind_url("llm_ablate_mode", "ablate_mode", tuple(MODES), "zero")
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
-    picked = c1.multiselect(_("Heads to ablate"), _names(compute.N_LAYERS, compute.N_HEADS), key="llm_ablate",
+    picked = c1.multiselect(_("Heads to ablate"), head_names(compute.N_LAYERS, compute.N_HEADS), key="llm_ablate",
                             placeholder=_("pick heads, e.g. L9H3"), help=_("Layer L, head H. In the URL: ablate=L9H3,L12H0"))
     names = {m: _(label) for m, label in MODES.items()}
     mode = c2.radio(_("Ablation"), tuple(MODES), key="llm_ablate_mode", format_func=names.get)

@@ -21,14 +21,15 @@ MODE_LABELS = {"zero": N_("zero (context = 0, as head_mask did)"),
 MODE_NAMES = {"zero": N_("zero"), "mean": N_("reference mean"), "mean_sentence": N_("sentence mean")}  # in prose
 
 
-def _names(n_layers: int, n_heads: int) -> list[str]:
+def head_names(n_layers: int, n_heads: int) -> list[str]:
+    """Every head's name, layer-major: ``["L0H0", "L0H1", …]`` (``n_layers × n_heads`` names, as in ``?ablate=``)."""
     return [f"L{layer}H{head}" for layer in range(n_layers) for head in range(n_heads)]
 
 
 def _kept(names, n_layers: int, n_heads: int) -> list[str]:
     """The head names of a multiselect's state that exist (a state no widget makes, from a script or a stale
     session, loses the rest)."""
-    valid = set(_names(n_layers, n_heads))
+    valid = set(head_names(n_layers, n_heads))
     return [n for n in names if isinstance(n, str) and n in valid] if isinstance(names, list | tuple) else []
 
 
@@ -131,7 +132,7 @@ def controls(prefix: str, n_layers: int, n_heads: int, default: tuple[str, ...])
     bind_heads(f"{prefix}ablate", n_layers, n_heads, default)
     bind_url(f"{prefix}ablate_mode", "ablate_mode", MODES, "zero")
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
-    picked = c1.multiselect(_("Heads to ablate"), _names(n_layers, n_heads), key=f"{prefix}ablate",
+    picked = c1.multiselect(_("Heads to ablate"), head_names(n_layers, n_heads), key=f"{prefix}ablate",
                             placeholder=_("pick heads, e.g. L3H7"), help=_("Layer L, head H. In the URL: ablate=L3H7,L4H2"))
     modes = {m: _(label) for m, label in MODE_LABELS.items()}  # translated now (format_func may run later)
     mode = c2.radio(_("Ablation"), MODES, key=f"{prefix}ablate_mode", format_func=modes.get, horizontal=False)

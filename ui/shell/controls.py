@@ -252,10 +252,10 @@ def sidebar(page: str = "") -> Settings:
         _fix_heads()
         choices = head_choices(ss["shared_d_model"])
         st.selectbox("n_heads", choices, key="shared_n_heads", disabled=off["n_heads"],
-                     help=_("Only divisors of d_model are offered: each head gets d_k = d_model / n_heads "
-                            "dimensions, and the heads must split d_model exactly."))
-        st.caption(_("d_k = {d} / {h} = {d_k} per head").format(
-            d=ss["shared_d_model"], h=ss["shared_n_heads"], d_k=ss["shared_d_model"] // ss["shared_n_heads"]))
+                     help=_("Only divisors of d_model are offered: each head gets d_head = d_model / n_heads "
+                            "dimensions (the tutorials' d_k), and the heads must split d_model exactly."))
+        st.caption(_("d_head = {d} / {h} = {d_head} per head").format(
+            d=ss["shared_d_model"], h=ss["shared_n_heads"], d_head=ss["shared_d_model"] // ss["shared_n_heads"]))
         st.number_input(_("Random seed"), min_value=0, max_value=2**31 - 1, step=1, key="shared_seed",
                         disabled=off["seed"],
                         help=_("Seeds the toy model's weights and token embeddings."))
