@@ -73,3 +73,20 @@ def test_explorer_refuses_a_non_divisor(value):
     assert not at.exception
     assert at.query_params["n_kv_heads"] == "8"
     assert any("n_kv_heads=" in w.value.replace("\\", "") for w in at.warning)
+
+
+def focus_title(at) -> str:
+    spec = next(s for s in charts(at) if s["layout"].get("meta", {}).get("stage") == "weights")
+    return next(a["text"] for a in spec["layout"]["annotations"] if a.get("name") == "title")
+
+
+@pytest.mark.parametrize("head, lang, expected", [(5, "en", "head 5 · KV 1 · "), (2, "zh", "头 2 · KV 0 · ")])
+def test_explorer_focused_head_names_its_kv_head(head, lang, expected):
+    """The focused head's title names the key/value head it reads (the tiles did; the large head did not)."""
+    at = new_app(n_kv_heads="2", head=str(head), lang=lang)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert focus_title(at).startswith(expected), focus_title(at)
+    plain = new_app(head=str(head), lang=lang)
+    plain.run()
+    assert "KV" not in focus_title(plain)

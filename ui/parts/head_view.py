@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from transformer_core.analysis.shared_kv import trace_kv_heads
 from transformer_core.figures import stage as figures
 from transformer_core.figures.heads import heads_figure, picked_head
 from transformer_core.figures.slide import describe
@@ -226,7 +227,9 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         if stage == "masked_scores" and trace.visible(batch).all() and hide_keys is None:
             st.caption(_("No cell of this sentence is masked (causal mask off, no [PAD]): masked scores = raw scores."))
     with where["focus"]:
-        title = title_prefix + _("head {head} · {name}").format(head=head, name=name)
+        kv = trace_kv_heads(trace.settings, data.shape[1])  # shared key/value heads: named, as on the tiles
+        title = title_prefix + (_("head {head} · KV {kv} · {name}").format(head=head, kv=kv[head], name=name) if kv
+                                else _("head {head} · {name}").format(head=head, name=name))
         size = dict(height=figures.wide_height(n), width_px=700) if wide else {}
         square = stage in PATTERN_STAGES
         fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
@@ -239,9 +242,9 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                         on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
                         config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
                                                     fmt))
-        if wide and len(trace.tokens[batch]) > figures.MAX_TICKS:
+        if wide and (every := figures.labelled_every(fig)) > 1:
             st.caption(_("{n} tokens: one position in {k} is labelled (hover names each cell). Drag over the figure to zoom "
-                         "in; double-click to zoom out.").format(n=n, k=-(-n // figures.MAX_TICKS)))
+                         "in; double-click to zoom out.").format(n=n, k=every))
     if all_large:
         st.markdown("##### " + _("All heads of {name}, large").format(name=name))
         big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: heads_figure(
