@@ -1,7 +1,8 @@
 """The app's focused head (``stage_figure(source=…)``, square cells) labels every k-th token where one label per
 token would overlap, on both axes alike: at 23 tokens the ~200-px plot's key labels ran into each other (SmolLM2
 page at 1280×720) while the query labels had been thinned. 14 tokens keep every label; a head drawn across the column
-(a height given, beyond WIDE_TOKENS) labels every token up to MAX_TICKS, as before."""
+(a height given, beyond WIDE_TOKENS) thins too where its rows are narrower than a label (issue 34's layout audit: at
+60 tokens the 10-px labels of ~9-px rows touched; before, every token up to MAX_TICKS was labelled)."""
 from __future__ import annotations
 
 from transformer_core import EncoderConfig, run_toy
@@ -23,5 +24,9 @@ def test_both_axes_of_the_focused_head_label_the_same_positions():
     assert keys == queries == list(range(0, 23, 2)) and font == 11  # old: all 23 keys, every 2nd query
     keys, queries, font = labelled(14)
     assert keys == queries == list(range(14)) and font == 12
-    keys, queries, font = labelled(64, height=840, width_px=700)  # across the column: every token up to 64
-    assert keys == queries == list(range(64)) and font == 10
+    keys, queries, font = labelled(30, height=680, width_px=700)  # across the column: every token while it fits
+    assert keys == queries == list(range(30)) and font == 10
+    keys, queries, font = labelled(64, height=840, width_px=700)  # old: all 64, touching
+    assert keys == queries == list(range(0, 64, 2)) and font == 10
+    keys, queries, font = labelled(128, height=840, width_px=700)  # old: every 2nd (MAX_TICKS), touching
+    assert keys == queries == list(range(0, 128, 4)) and font == 10

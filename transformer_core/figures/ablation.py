@@ -89,7 +89,7 @@ def causal_figure(steps: list[int], intact: list[float], ablated: list[float], c
                     line=dict(color=ABLATED))
     fig.add_hline(y=chance, line=dict(color="#555", dash="dot"),
                   annotation_text=_("chance 1/64 = {chance}").format(chance=f"{chance:.3f}"),
-                  annotation_position="bottom right")
+                  annotation_position="top right")  # above its line: below, it sat on the last step's tick label
     if step is not None:
         fig.add_vline(x=step, line=dict(color="#999", dash="dash"))
     fig.update_layout(

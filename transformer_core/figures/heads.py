@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .stage import DIVERGING, SCREEN_ONLY_LINE, SEQUENTIAL, SIGNED_STAGES, label, short_label, tick_positions
+from .stage import DIVERGING, SCREEN_ONLY_LINE, SEQUENTIAL, SIGNED_STAGES, fitted_positions, label, short_label
 from .overview import block_reduce, gutter_for, pool_for
 from ..analysis.shared_kv import trace_kv_heads
 from ..records.trace import PATTERN_STAGES, Trace
@@ -179,9 +179,10 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
                            x1=c * (m_c + g_c) + m_c - 0.5 + pad, y0=r * (m_r + g_r) - 0.5 - pad,
                            y1=r * (m_r + g_r) + m_r - 0.5 + pad, line=dict(color=SCREEN_ONLY_LINE, width=2.5)))  # on screen only
     axis_ticks = {}
-    if labels:  # token labels on the left tiles and above the top row of tiles (every k-th beyond 64)
-        rows_at = tick_positions(m_r) if step_r == 1 else []
-        cols_at = tick_positions(m_c) if step_c == 1 and pattern else []
+    if labels:  # token labels on the left tiles and above the top row of tiles, every k-th where they would touch
+        # (a tile's ~tile_px side over its cells; issue 34: 60 tokens' labels ran together on 380-px tiles)
+        rows_at = fitted_positions(m_r, tile_px, 10) if step_r == 1 else []
+        cols_at = fitted_positions(m_c, tile_px, 10) if step_c == 1 and pattern else []
         axis_ticks = dict(
             x=dict(showticklabels=bool(cols_at), tickmode="array", side="top", tickangle=-90, tickfont=dict(size=10),
                    tickvals=[xs[c * (m_c + g_c) + j] for c in range(n_cols) for j in cols_at],

@@ -14,6 +14,9 @@ from ..text.i18n import _
 from .stage import DIVERGING, SEQUENTIAL, heatmap, label
 
 PANEL_PX = 300  # four panels across a 1280-px page
+# as drawn at 1280×720: one of the positions tab's four score panels, the long-inputs mask, the KV cache's query row
+SCORE_PANEL_PX, MASK_PANEL_PX, QUERY_ROW_PX = 195, 335, 560
+BAR_BELOW = 66  # heatmap keeps 70 px for a colour bar beside the plot; _small puts it below (4 px)
 TILE_LINE = "#1a9641"  # green: not a colour of the red–white–blue or viridis scales
 MASK_COLOURS = [[0.0, "#a6a6a6"], [0.5, "#a6a6a6"], [0.5, "#2c7bb6"], [1.0, "#2c7bb6"]]  # blocked, may attend
 CURVE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
@@ -41,8 +44,12 @@ def score_panel(matrix: np.ndarray, tokens, title: str, zrange: tuple[float, flo
     """One scheme's raw scores ``[query_pos, key_pos]`` on the shared colour range ``zrange`` (signed colours)."""
     labels = token_labels(tokens)
     bound = max(abs(zrange[0]), abs(zrange[1])) or 1.0
+    # positions as ticks, every k-th where they would touch (issue 34: "12: Everyone" labels squeezed the plot to
+    # ~60 px); the hover names each token
+    positions = [str(i) for i in range(len(labels))]
     fig = heatmap(np.asarray(matrix), labels, labels, zrange=(-bound, bound), colorscale=DIVERGING, title=title,
-                  meta={"kind": "scores", **meta}, width_px=PANEL_PX, square=True)
+                  meta={"kind": "scores", **meta}, width_px=SCORE_PANEL_PX + BAR_BELOW, height=320, square=True,
+                  row_ticks=positions, col_ticks=positions, fit_ticks=True)
     return _small(fig)
 
 
@@ -84,7 +91,8 @@ def mask_panel(mask: np.ndarray, rows: list[str], cols: list[str], title: str, *
     """A boolean mask in two colours (blue may attend, grey blocked)."""
     mask = np.asarray(mask, bool)
     fig = heatmap(mask.astype(np.float32), rows, cols, zrange=(0.0, 1.0), colorscale=MASK_COLOURS, title=title,
-                  meta={"kind": "mask", **meta}, width_px=PANEL_PX, square=True)
+                  meta={"kind": "mask", **meta}, width_px=MASK_PANEL_PX + BAR_BELOW, height=340, square=True,
+                  fit_ticks=True)
     fig.update_traces(selector=dict(type="heatmap"), colorbar=dict(tickvals=[0.25, 0.75],
                                                                    ticktext=[_("0 = blocked"), _("1 = may attend")]))
     return _small(fig, 340)
@@ -107,7 +115,8 @@ def query_row_figure(weights: np.ndarray, key_labels: list[str], title: str, **m
     weights = np.asarray(weights, np.float32)
     fig = heatmap(weights, [f"h{h}" for h in range(weights.shape[0])], key_labels, zrange=(0.0, 1.0),
                   colorscale=SEQUENTIAL, title=title, row_title=_("head"), col_title=_("cached key"),
-                  meta={"kind": "query_row", **meta}, width_px=900)
+                  meta={"kind": "query_row", **meta}, width_px=QUERY_ROW_PX + BAR_BELOW, height=300,
+                  fit_ticks=True)
     return _small(fig, 300)
 
 

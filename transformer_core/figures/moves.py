@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from ..text.i18n import N_, _
 from .stage import SEQUENTIAL, TITLE_STANDOFF, fitted_positions, label, short_label
-from .text_size import display_width
+from .text_size import display_width, wrap
 
 VIEW_TITLES = {
     "rollout": N_("Attention rollout"),
@@ -57,9 +57,11 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     # (font + 2: the page's own font, not the figures' system font, draws these labels a little larger)
     rows_shown = fitted_positions(n, height - 50 - depth, font + 2)
     cols_shown = fitted_positions(n, (width_px - 300) / 2, font + 2) if n > 8 else list(range(n))
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.05, subplot_titles=(
+    # each title wrapped to its half of the figure (issue 34: flow's long title ran into the right one's)
+    titles = [wrap(t, 12, (width_px - 120) / 2, em=0.56) for t in (
         _("{view}: input tokens reaching each output").format(view=_(VIEW_TITLES[view])),
-        _("Layer {layer} only: mean weight over heads").format(layer=last_layer)))
+        _("Layer {layer} only: mean weight over heads").format(layer=last_layer))]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.05, subplot_titles=["<br>".join(t) for t in titles])
     for col, (matrix, what) in enumerate(((values, view), (last_mean, _("mean weight"))), start=1):
         fig.add_trace(go.Heatmap(
             z=matrix, x=labels, y=labels, coloraxis="coloraxis", hoverongaps=False, name=what,
@@ -76,7 +78,8 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
                          title=dict(text=_("output position (query)") if col == 1 else "", standoff=TITLE_STANDOFF),
                          row=1, col=col)
     fig.update_layout(
-        height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="#ffffff",
+        height=height + 16 * (extra := max(map(len, titles)) - 1), margin=dict(l=10, r=10, t=40 + 16 * extra, b=10),
+        plot_bgcolor="#ffffff",
         coloraxis=dict(colorscale=SEQUENTIAL, cmin=zrange[0], cmax=zrange[1],
                        colorbar=dict(thickness=10, len=0.9, title=dict(text=_(VIEW_UNITS[view]), font=dict(size=11)),
                                      ticklabelposition="outside bottom")),

@@ -22,7 +22,7 @@ from ..records.trace import PATTERN_STAGES, Trace
 from ..text.i18n import N_, _
 from .files import chart_config, figure_filename  # noqa: F401  (re-exported: pages import them from here)
 from .text_size import display_width, text_px, wrap
-from .ticks import MAX_TICKS, fitted_positions, tick_positions  # noqa: F401  (re-exported)
+from .ticks import MAX_TICKS, fitted_positions, labelled_every, tick_positions  # noqa: F401  (re-exported)
 
 SEQUENTIAL = "Viridis"
 DIVERGING = "RdBu_r"
@@ -339,11 +339,9 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                   height=height, title="" if source is not None else below,
                   scale_title=_("÷ row max") if row_scale else _(STAGE_SHORT.get(stage, stage)), row_ticks=ticks,
                   width_px=width_px, square=square,
-                  # the app's focused head at its default size (``source``, no height: up to WIDE_TOKENS tokens, a
-                  # ~200-px plot beside the tiles): every k-th label where one per token would overlap (SmolLM2 at 23
-                  # tokens: the 23 key labels ran together). Drawn across the column (a height given), every token
-                  # keeps its label up to MAX_TICKS, as the head view's caption beyond says
-                  fit_ticks=source is not None and height is None)
+                  # the app's focused head (``source``): every k-th label where one per token would overlap (SmolLM2
+                  # at 23 tokens beside the tiles; across the column, 60 tokens' 10-px labels in ~9-px rows: issue 34)
+                  fit_ticks=source is not None)
     if stage in PATTERN_STAGES:
         visible = trace.visible(batch).copy()
         if hide_keys is not None:

@@ -115,9 +115,11 @@ def _titled(fig):
     fig.update_traces(selector=dict(type="heatmap"), colorbar=dict(orientation="h", y=-0.04, yanchor="top",
                                                                    thickness=8, len=1.0, title=None))
     fig.update_layout(margin_b=40)
-    if fig.layout.title.text:
+    if fig.layout.title.text:  # 26 px for the title above the key labels and their axis title (long vertical
+        # labels such as "12: Everyone" reached it under a fixed 110-px margin: issue 34's layout audit)
+        top = max(110, (fig.layout.margin.t or 0) + 26)
         fig.update_layout(title=dict(yref="container", y=0.99, yanchor="top", x=0.01, xanchor="left"),
-                          margin_t=110, height=fig.layout.height + 70)
+                          margin_t=top, height=fig.layout.height + 70 + top - 110)
     return fig
 
 
