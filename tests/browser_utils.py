@@ -108,11 +108,20 @@ def plot_data(page, stage: str) -> list:
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
     """Wait until the app has finished its rerun and every chart on the page has drawn its heatmap."""
     page.wait_for_selector(CHART, timeout=timeout_ms)
-    page.wait_for_function(
-        """() => !document.querySelector('[data-testid="stStatusWidget"]')
-              && Array.from(document.querySelectorAll('.js-plotly-plot'))
-                   .every(d => !d.querySelector('g.hm') || d.querySelector('g.hm image'))""", timeout=timeout_ms)
-    page.wait_for_timeout(300)  # a late rerun message would restart the status widget
+    for _check in range(2):
+        page.wait_for_function(IDLE, timeout=timeout_ms)
+        if not _check:
+            page.wait_for_timeout(300)  # a late rerun message would restart the run
+
+
+# Idle: the script is not running nor asked to (stApp's script state changes at once; the status widget shows only
+# after a delay, so a run just asked for by a click looked idle), and every chart has drawn its heatmap.
+IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
+    const state = app && app.getAttribute('data-test-script-state');
+    return state !== 'running' && state !== 'rerunRequested' && state !== 'initial'
+        && !document.querySelector('[data-testid="stStatusWidget"]')
+        && Array.from(document.querySelectorAll('.js-plotly-plot'))
+             .every(d => !d.querySelector('g.hm') || d.querySelector('g.hm image')); }"""
 
 
 def drawn_figures(page) -> list[dict]:

@@ -187,12 +187,22 @@ def test_a_cell_click_on_row_25_of_29_brings_its_answer_into_view(server, chromi
     page.screenshot(path=str(tmp_path / "after_click.png"))
     print(page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
         .map(e => e.innerText).filter(t => t.includes('outlined') || t.includes('→'))"""))
-    box = page.evaluate("""() => { const m = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+    answer = """() => { const m = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
         .find(e => e.innerText.includes('(outlined)') && e.innerText.includes('q 25:'));
-        const r = m.getBoundingClientRect(); return [r.top, r.bottom]; }""")
+        const r = m.getBoundingClientRect(); return [r.top, r.bottom]; }"""
+    frame = f"""() => {{ const r = ({FOCUS})().querySelector('.shapelayer path').getBoundingClientRect();
+        return [r.top, r.bottom]; }}"""  # the clicked cell's outline
+    box, cell_box, header = page.evaluate(answer), page.evaluate(frame), page.evaluate(HEADER_BOTTOM)
+    page.mouse.move(800, 400)
+    page.mouse.wheel(0, 250)  # on down the tall heatmap: the answer line stays at the top (sticky under the header)
+    page.wait_for_timeout(600)
+    scrolled = page.evaluate(answer)
+    page.screenshot(path=str(tmp_path / "scrolled.png"))
     page.close()
-    print(f"\nanswer line at {box} (viewport 0–720)")
-    assert 0 <= box[0] and box[1] <= 720, box
+    print(f"\nanswer line at {box}, clicked cell at {cell_box}, after a 250-px scroll the answer at {scrolled}")
+    assert header <= box[0] and box[1] <= 720, box
+    assert header <= cell_box[0] and cell_box[1] <= 720, cell_box  # before: just below the screen
+    assert header <= scrolled[0] and scrolled[1] <= 720, scrolled
 
 
 # The answer line of the explained cell, the focused head's heatmap (its drawn image) and Streamlit's header (opaque,

@@ -127,7 +127,7 @@ def test_open_head_readable_and_in_view_at_1280x720(server, chromium, lang, n_to
     ("contex", "上下"), the tile titles ran together ("head 0 · KV0head 1 · KV0") and the caption was cut at the
     figure's edge. Now: no two texts of any chart overlap, no text leaves its chart, tick labels are ≥ 10 px, the
     heatmap is ≥ 200 px, every stage button is whole, and a tile click brings the opened head into view."""
-    from test_browser_issue34 import CHART_TEXTS, overlapping
+    from layout_probe import CHART_TEXTS, overlapping
 
     page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
     page.goto(f"{server}/llm?lang={lang}")
@@ -158,8 +158,13 @@ def test_open_head_readable_and_in_view_at_1280x720(server, chromium, lang, n_to
     page.screenshot(path=str(tmp_path / f"llm_{lang}_{n}_tile_click.png"))
     heat = page.evaluate(FOCUS_IMAGE)
     header = page.evaluate("() => document.querySelector('[data-testid=\"stHeader\"]').getBoundingClientRect().bottom")
+    stage_label = page.evaluate("""(stage) => Array.from(document.querySelectorAll('[data-testid="stWidgetLabel"]'))
+        .find(e => e.innerText.trim() === stage).getBoundingClientRect().top""", "Stage" if lang == "en" else "阶段")
     page.close()
     with capsys.disabled():
-        print(f"after a tile click on L{LAYER}H{HEAD}: heatmap at {heat['top']:.0f}–{heat['bottom']:.0f} px "
-              f"(viewport 0–{HEIGHT}, header to {header:.0f})")
+        print(f"after a tile click on L{LAYER}H{HEAD}: heatmap at {heat['top']:.0f}–{heat['bottom']:.0f} px, Stage "
+              f"label at {stage_label:.0f} (viewport 0–{HEIGHT}, header to {header:.0f})")
     assert header <= heat["top"] and heat["top"] + min(heat["height"], 300) <= HEIGHT, heat  # its top 300 px in view
+    if heat["bottom"] - heat["top"] < HEIGHT - 250:  # room for it: the Stage / Layer / Head row too (was at -8 px)
+        assert header <= stage_label, stage_label
+        assert heat["bottom"] <= HEIGHT, heat
