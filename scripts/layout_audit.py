@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
-from layout_probe import probe  # noqa: E402
+from layout_probe import clipped, probe, small  # noqa: E402
 
 SIZES = (12, 24, 60, 128)
 MINILM_SIZES = (512,)  # and the sizes above
@@ -179,6 +179,7 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
                         help="tokens per sentence, comma-separated (default 12,24,60,128; MiniLM also 512)")
     parser.add_argument("--only", default="", help=f"pages, comma-separated, of: {', '.join(PAGES)}")
+    parser.add_argument("--strict", action="store_true", help="also fail on a text under 10 px or cut by its chart")
     parser.add_argument("--shots", type=Path, help="a folder for a full-page screenshot per case (default none)")
     args = parser.parse_args(argv)
     only = [p for p in args.only.split(",") if p]
@@ -201,7 +202,7 @@ def main(argv=None) -> int:
         print(f"skipped {name}: its model is missing ({why})")
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
-    texts, totals, failed, start = {}, {"charts": 0, "texts": 0, "pairs": 0}, [], time.time()
+    texts, totals, failed, start = {}, {"charts": 0, "texts": 0, "pairs": 0, "small": 0, "clipped": 0}, [], time.time()
     views, sizes_seen = {(c[0], c[1]) for c in todo}, {c[2] for c in todo if c[2] is not None}
     print(f"{len(todo)} cases: {len(views)} page views × sizes {sorted(sizes_seen)} × languages "
           f"{sorted({c[3] for c in todo})}, 1280×720", flush=True)
@@ -222,12 +223,22 @@ def main(argv=None) -> int:
             totals["pairs"] += pairs
             examples = [(i, charts[i]["meta"].get("stage") or charts[i]["meta"].get("kind"), p[:3])
                         for i, p in found.items()][:3]
+            tiny = [(c["meta"].get("stage") or c["meta"].get("kind"), small(c["texts"])) for c in charts]
+            cut = [(c["meta"].get("stage") or c["meta"].get("kind"), clipped(c)) for c in charts]
+            tiny, cut = [t for t in tiny if t[1]], [c for c in cut if c[1]]
+            totals["small"] += sum(len(t[1]) for t in tiny)
+            totals["clipped"] += sum(len(c[1]) for c in cut)
             print(f"{label}  charts {len(charts):3d}  texts {n_texts:5d}  overlapping pairs {pairs:3d}"
-                  + (f"  e.g. {examples}" if examples else "") + f"  ({time.time() - t0:.0f} s)", flush=True)
+                  + (f"  e.g. {examples}" if examples else "")
+                  + (f"  under 10 px: {[(s, len(t), t[:2]) for s, t in tiny][:3]}" if tiny else "")
+                  + (f"  clipped: {[(s, c[:3]) for s, c in cut][:3]}" if cut else "")
+                  + f"  ({time.time() - t0:.0f} s)", flush=True)
     print(f"TOTAL: {len(todo) - len(failed)} cases ({len(views)} page views × {len(sizes_seen)} sizes × "
           f"{len({c[3] for c in todo})} languages), {totals['charts']} charts checked, {totals['texts']} texts, "
           f"{totals['pairs']} overlapping pairs, {len(failed)} failed ({time.time() - start:.0f} s)", flush=True)
-    return 1 if totals["pairs"] or failed else 0
+    print(f"ALSO: {totals['small']} texts under 10 px, {totals['clipped']} texts cut by their chart's edge or the "
+          f"screen's width", flush=True)
+    return 1 if totals["pairs"] or failed or (args.strict and (totals["small"] or totals["clipped"])) else 0
 
 
 if __name__ == "__main__":

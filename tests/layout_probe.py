@@ -3,14 +3,17 @@ drawn text of every Plotly chart on a page, and the pairs of a chart's texts tha
 from __future__ import annotations
 
 # Every drawn text of every chart on the page, per chart (tick labels, axis titles, annotations), as
-# tests/test_slide_layout.py measures them: [left, top, right, bottom, text, class].
+# tests/test_slide_layout.py measures them: [left, top, right, bottom, text, class, font px]; and the chart's own
+# box [left, top, right, bottom] (its first SVG layer).
 CHART_TEXTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => ({
     meta: (d.layout && d.layout.meta) || {},
+    box: (s => [s.left, s.top, s.right, s.bottom])(d.querySelector('.main-svg').getBoundingClientRect()),
     texts: Array.from(d.querySelectorAll('text')).filter(t => t.textContent.trim()
             && t.getBoundingClientRect().width > 0 && getComputedStyle(t).visibility !== 'hidden'
             && !t.closest('.hoverlayer, .modebar, .legend'))
         .map(t => { const r = t.getBoundingClientRect();
-                    return [r.left, r.top, r.right, r.bottom, t.textContent, t.getAttribute('class') || '']; })
+                    return [r.left, r.top, r.right, r.bottom, t.textContent, t.getAttribute('class') || '',
+                            parseFloat(getComputedStyle(t).fontSize)]; })
 }))"""
 
 
@@ -30,3 +33,15 @@ def probe(page) -> tuple[list[dict], dict[int, list[tuple]]]:
     charts = page.evaluate(CHART_TEXTS)
     found = {i: overlapping(c["texts"]) for i, c in enumerate(charts)}
     return charts, {i: p for i, p in found.items() if p}
+
+
+def small(texts: list, min_px: float = 10) -> list[str]:
+    """Texts drawn in a font under ``min_px`` px (issue 34: every label ≥ 10 px)."""
+    return [t[4] for t in texts if len(t) > 6 and t[6] < min_px - 0.01]
+
+
+def clipped(chart: dict, width: float = 1280, slack: float = 0.5) -> list[str]:
+    """Texts that leave their chart's box or the viewport's width (cut at the chart's edge or off screen)."""
+    left, top, right, bottom = chart.get("box") or (0, -1e9, width, 1e9)
+    return [t[4] for t in chart["texts"] if t[0] < max(left, 0) - slack or t[2] > min(right, width) + slack
+            or t[1] < top - slack or t[3] > bottom + slack]
