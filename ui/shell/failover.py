@@ -46,18 +46,15 @@ def notice_if_moved() -> None:
     phase = ss.get("_failover")
     # the hidden button's rerun soon after a move (it can follow a click of the student's that was the moved run)
     resynced = bool(ss.get(RESYNC_KEY)) and time.monotonic() - ss.get("_moved_at", -1e9) < RESYNC_SECONDS
+    redrawn = phase == "moved" and ss.pop("_moved_rerun", False)  # the first run redrawn (ui.shell.url.settle_moved_run)
     if phase == "moved":
         ss["_failover"] = "settled"
-        if ss.pop("_moved_rerun", False):  # the first run was redrawn at once (ui.shell.url.settle_moved_run)
-            st.info(_(MESSAGE), icon=":material/sync_problem:")
-            if ss.pop("_moved_download", False):  # ui.shell.downloads: the click that moved the page was a download
-                st.warning(_(AGAIN), icon=":material/download:")
-                # again as a toast: the first run's toast is cleared by this redraw, and a button in an expander is hidden
-                st.toast(_(AGAIN), icon=":material/download:", duration="long")
-        elif resynced:
-            st.info(_(MESSAGE), icon=":material/sync_problem:")
-    elif phase == "settled" and resynced:
+    if redrawn or (phase in ("moved", "settled") and resynced):  # a later run of the move says it again
         st.info(_(MESSAGE), icon=":material/sync_problem:")
+    if redrawn and ss.pop("_moved_download", False):  # ui.shell.downloads: the click that moved the page was a download
+        st.warning(_(AGAIN), icon=":material/download:")
+        # again as a toast: the first run's toast is cleared by this redraw, and a button in an expander is hidden
+        st.toast(_(AGAIN), icon=":material/download:", duration="long")
     if phase is not None:
         return
     moved = asked_for_old_session(st.context.headers.get("Sec-WebSocket-Protocol"))
