@@ -1,0 +1,113 @@
+"""Our Plotly element (ui/shell/chart.py) without a browser: the click event reaches the pages' callbacks in
+Streamlit's own selection shape, the figure keeps its JSON, the vendored bundle is the file its SHA-256 names, and
+st.plotly_chart is the fallback (by hand or when the bundle cannot be served)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from transformer_core.figures.heads import picked_head
+from transformer_core.figures.overview import picked_tile
+from ui.shell import callbacks, chart
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_plotly_points_become_streamlits_selection_event():
+    raw = [{"x": "1: cat", "y": "0: The", "z": 0.25, "curveNumber": 1, "pointNumber": 5, "pointIndex": 5,
+            "customdata": [1, 1]}, {"curveNumber": 0, "pointNumber": [2, 3], "pointIndices": [7, 5]}]
+    event = chart.selection_event(raw)
+    assert event == {"selection": {
+        "points": [{"x": "1: cat", "y": "0: The", "z": 0.25, "curve_number": 1, "point_number": 5, "point_index": 5,
+                    "customdata": [1, 1]}, {"curve_number": 0, "point_number": [2, 3], "point_indices": [7, 5]}],
+        "point_indices": [5, 7], "box": [], "lasso": []}}
+    points = event["selection"]["points"]
+    assert picked_tile(points, n_heads=4) == (1, 1) and picked_head(points[:1]) == 1  # what the pages read
+
+
+@pytest.mark.parametrize("raw", [None, "points", 3, {"x": 1}, [None, "x", 5]])
+def test_anything_else_is_an_empty_selection(raw):
+    assert chart.selection_event(raw) == {"selection": {"points": [], "point_indices": [], "box": [], "lasso": []}}
+
+
+def test_a_click_reaches_the_pages_callback_under_its_own_key(monkeypatch):
+    state: dict = {"tiles-chart": {"select": [{"curveNumber": 1, "pointIndex": 6, "customdata": [1, 2]}]}}
+    monkeypatch.setattr(st, "session_state", state)
+    seen = []
+    chart._store("tiles", lambda: seen.append(callbacks.clicked_tile("tiles", n_heads=4)))
+    assert seen == [(1, 2)] and state["_last_tile_tiles"] == (1, 2)
+    state["tiles-chart"] = {"select": []}  # plotly.js deselects a clicked selected marker: the last tile again
+    chart._store("tiles", lambda: seen.append(callbacks.clicked_tile("tiles", n_heads=4)))
+    assert seen == [(1, 2), (1, 2)]
+
+
+def test_the_streamlit_template_is_filled_and_other_figures_are_kept():
+    import plotly.io as pio
+
+    with_placeholders = json.loads(go.Figure(go.Bar(y=[1]), layout={"template": pio.templates["streamlit"]}).to_json())
+    assert "#000001" in json.dumps(with_placeholders)
+    filled = chart.themed(with_placeholders)
+    assert not re.search(r"#0000[0-4]\d", json.dumps(filled)) and filled["layout"]["template"] == chart.THEME
+    assert filled["data"] == with_placeholders["data"]
+    white = json.loads(go.Figure(layout={"template": "plotly_white"}).to_json())
+    assert chart.themed(white) == white
+
+
+def test_the_vendored_bundle_is_the_file_its_sha256_names_with_its_licence():
+    sums = dict(reversed(line.split()) for line in (chart.STATIC / "SHA256SUMS").read_text().splitlines())
+    assert set(sums) == {chart.BUNDLE, chart.LOCALE}
+    for name, digest in sums.items():
+        assert hashlib.sha256((chart.STATIC / name).read_bytes()).hexdigest() == digest
+    assert "MIT License" in (chart.STATIC / "LICENSE").read_text()
+    assert "enableStaticServing = true" in (ROOT / ".streamlit" / "config.toml").read_text()
+
+
+def test_the_fallback_is_chosen_by_hand_or_when_the_bundle_is_missing(monkeypatch, tmp_path):
+    monkeypatch.setattr(st, "get_option", lambda name: True)
+    assert chart.fallback_reason() is None
+    monkeypatch.setenv(chart.ENV, "streamlit")
+    assert chart.fallback_reason() == "ATTENTION_CHART=streamlit"
+    monkeypatch.delenv(chart.ENV)
+    monkeypatch.setattr(chart, "STATIC", tmp_path)
+    assert "missing" in chart.fallback_reason()
+
+
+def _page():
+    import plotly.graph_objects as go
+    import streamlit as st
+
+    from ui.shell.chart import chart as draw
+
+    left, _right = st.columns(2)
+    draw(go.Figure(go.Heatmap(z=[[1, 2], [3, 4]])), key="hm", on_select=lambda: None, selection_mode="points",
+         config={"displaylogo": False}, target=left)
+
+
+@pytest.mark.parametrize("env, element", [("", "bidi_component"), ("streamlit", "plotly_chart")])
+def test_a_page_draws_our_element_or_st_plotly_chart(monkeypatch, env, element):
+    monkeypatch.setenv(chart.ENV, env)
+    monkeypatch.setattr(chart, "fallback_reason", lambda real=chart.fallback_reason: real() if env else None)
+    at = AppTest.from_function(_page).run(timeout=60)
+    assert not at.exception
+    drawn = at.get(element)
+    assert len(drawn) == 1
+    if element == "bidi_component":
+        data = json.loads(drawn[0].proto.json)
+        assert data["select"] and data["config"] == {"displaylogo": False} and data["bundle"] == chart.BUNDLE
+        assert data["figure"]["data"][0]["type"] == "heatmap"
+    else:
+        assert "ATTENTION_CHART=streamlit" in at.caption[0].value  # the note, once a session
+
+
+def test_no_page_calls_st_plotly_chart_itself():
+    calls = [f"{p.relative_to(ROOT)}:{n}" for folder in ("ui", "pages") for p in (ROOT / folder).rglob("*.py")
+             if p.name != "chart.py" for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\.plotly_chart\(", line)]
+    assert calls == []

@@ -1,0 +1,133 @@
+"""Our one Plotly element (st.components.v2): the figure's JSON drawn by plotly.js's cartesian bundle."""
+# chart(fig, key=, config=, on_select=, selection_mode=, target=) takes what our pages gave st.plotly_chart. The
+# bundle (static/plotly/, vendored with its SHA-256 and MIT licence) is served by the app at /app/static/ and loaded
+# once per page, with its zh-CN locale when the page is in Chinese. A click reaches st.session_state[key] in
+# Streamlit's own selection shape (selection_event), so the pages' on_select callbacks read it as before.
+# st.plotly_chart stays the fallback (fallback_reason), with a note once a session.
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from . import i18n
+
+ROOT = Path(__file__).resolve().parents[2]
+STATIC = ROOT / "static" / "plotly"  # served at ./app/static/plotly/ (server.enableStaticServing)
+BUNDLE = "plotly-cartesian-4.1.1.min.js"
+LOCALE = "plotly-locale-zh-cn-4.1.1.js"
+ENV = "ATTENTION_CHART"  # "streamlit": st.plotly_chart everywhere (the fallback, by hand)
+NAME = "attention_chart"
+SUFFIX = "-chart"  # the element's own key beside the page's key (which holds the selection event)
+# Streamlit's light chart theme as st.plotly_chart draws it: figures made in the app carry the "streamlit"
+# template with placeholder colours (#000001…) that only Streamlit's frontend fills in; this is that filled template.
+THEME = json.loads((Path(__file__).with_name("chart_theme.json")).read_text(encoding="utf-8"))
+SNAKE = {"curveNumber": "curve_number", "pointNumber": "point_number", "pointIndex": "point_index",
+         "pointIndices": "point_indices"}
+_log = logging.getLogger(__name__)
+
+
+def fallback_reason() -> str | None:
+    """Why this process draws with ``st.plotly_chart`` instead of our element, or None."""
+    if os.environ.get(ENV, "").strip().lower() == "streamlit":
+        return f"{ENV}=streamlit"
+    if not (STATIC / BUNDLE).is_file():
+        return f"{STATIC / BUNDLE} is missing"
+    try:
+        serving = st.get_option("server.enableStaticServing")
+    except Exception:  # noqa: BLE001 (an unknown option in another Streamlit)
+        serving = False
+    return None if serving else "server.enableStaticServing is off"
+
+
+def selection_event(points: object) -> dict:
+    """plotly.js's event points (as the element sends them, camelCase) → Streamlit's plotly selection event:
+    ``{"selection": {"points": [{"x", "y", "curve_number", "point_index", "customdata", ...}], "point_indices",
+    "box", "lasso"}}``. Anything that is not a list of dicts gives an empty selection."""
+    kept, indices = [], []
+    for point in points if isinstance(points, list) else []:
+        if not isinstance(point, Mapping):
+            continue
+        out = {SNAKE.get(k, k): v for k, v in point.items()}
+        kept.append(out)
+        index = out.get("point_index")
+        if isinstance(index, int) and index not in indices:
+            indices.append(index)
+        for index in out.get("point_indices") or []:
+            if isinstance(index, int) and index not in indices:
+                indices.append(index)
+    return {"selection": {"points": kept, "point_indices": indices, "box": [], "lasso": []}}
+
+
+def themed(spec: dict) -> dict:
+    """``spec`` (a figure's JSON) with Streamlit's placeholder template replaced by :data:`THEME`; other templates
+    (and figures without one) are kept as they are."""
+    layout = spec.get("layout") or {}
+    template = layout.get("template")
+    if isinstance(template, Mapping) and "#000001" in json.dumps(template.get("layout", {}).get("colorway", [])):
+        spec = {**spec, "layout": {**layout, "template": THEME}}
+    return spec
+
+
+def figure_json(fig: Any) -> dict:
+    """A ``go.Figure`` or a figure dict → JSON-ready dict (numpy arrays as plotly.py's typed arrays)."""
+    if isinstance(fig, Mapping):
+        import plotly.io as pio
+        return json.loads(pio.to_json(dict(fig), validate=False))
+    return json.loads(fig.to_json())
+
+
+@functools.cache
+def _element() -> Callable[..., Any]:
+    js = Path(__file__).with_name("chart.js").read_text(encoding="utf-8")
+    return st.components.v2.component(NAME, html='<div class="attention-chart"></div>',
+                                      css=".attention-chart{width:100%}", js=js, isolate_styles=False)
+
+
+def _store(key: str, on_select: Callable[[], Any] | None) -> None:
+    """The element's callback: its raw points → ``st.session_state[key]``, then the page's ``on_select``."""
+    raw = st.session_state.get(key + SUFFIX)
+    st.session_state[key] = selection_event(raw.get("select") if isinstance(raw, Mapping) else None)
+    if on_select is not None:
+        on_select()
+
+
+def _note_fallback(reason: str) -> None:
+    if not st.session_state.get("_chart_fallback_noted"):
+        st.session_state["_chart_fallback_noted"] = True
+        _log.warning("charts drawn by st.plotly_chart: %s", reason)
+        st.caption(i18n._("Charts are drawn by Streamlit's own Plotly element ({why}).").format(why=reason))
+
+
+def chart(fig: Any, *, key: str | None = None, config: dict | None = None,
+          on_select: str | Callable[[], Any] = "ignore",
+          selection_mode: str | Iterable[str] = ("points", "box", "lasso"), target: Any = None) -> None:
+    """Draw ``fig`` as ``target.plotly_chart(fig, key=..., config=..., on_select=..., selection_mode=...)`` would.
+
+    ``target``: ``st`` (None), a column, a container or a placeholder. ``on_select``: ``"ignore"``, ``"rerun"`` or
+    a callback; with a callback or ``"rerun"`` a click selects points (``selection_mode`` must allow ``"points"``).
+    """
+    where = target if target is not None else st
+    if (reason := fallback_reason()) is not None:
+        _note_fallback(reason)
+        where.plotly_chart(fig, key=key, config=config, on_select=on_select, selection_mode=selection_mode)
+        return
+    modes = {selection_mode} if isinstance(selection_mode, str) else set(selection_mode)
+    select = on_select != "ignore" and "points" in modes
+    data = {"figure": themed(figure_json(fig)), "config": config or {}, "select": select,
+            "base": "./app/static/plotly/", "bundle": BUNDLE, "locale": LOCALE if i18n.language() == "zh" else ""}
+    kwargs: dict[str, Any] = {}
+    if select and key is not None:
+        kwargs["on_select_change"] = functools.partial(_store, key, on_select if callable(on_select) else None)
+    mount = functools.partial(_element(), key=None if key is None else key + SUFFIX, data=data, **kwargs)
+    if where is st:
+        mount()
+    else:
+        with where:
+            mount()
