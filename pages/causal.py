@@ -16,6 +16,7 @@ from ui.causal import compute as causal
 from ui.parts import ablation_controls, moves_panels
 from ui.parts.numbers import number
 from ui.shell import fragments, i18n, url
+from ui.shell.chart import chart
 from ui.shell.i18n import _
 from ui.shell.markdown import plain
 
@@ -79,8 +80,8 @@ step = s1.select_slider(_("Training checkpoint (step)"), options=steps, key="cau
 mask_on = s2.toggle(_("Mask the future (as trained)"), key="causal_mask",
                     help=_("The model was trained with it. Off: every query may also read the tokens after it."))
 mask_note = st.container()  # "Causal mask off …", filled below: right under its toggle, in view at 1280×720
-st.plotly_chart(causal.loss_curve(step, i18n.language()), key="causal_loss_curve",
-                config=figures.chart_config("causal_loss_curve"))
+chart(causal.loss_curve(step, i18n.language()), key="causal_loss_curve",
+      config=figures.chart_config("causal_loss_curve"))
 
 try:
     trace = causal.causal_with_norms(tuple(ids), step, mask_on)  # every stage, plus ‖α·f(x)‖ (stage norms)
@@ -141,9 +142,9 @@ ablation_controls.click_toggle("causal_")
 overview = ablation_controls.frame_ablated(heads.causal_overview(overview_figure(trace, 0, height=380), trace, period, color),
                                   "causal_", N_LAYERS, N_HEADS, ablation.CAUSAL_DEFAULT)
 open_head = {"layer_key": "causal_layer", "head_key": "causal_head", "n_heads": N_HEADS}
-st.plotly_chart(overview, key="causal_overview", selection_mode="points",
-                on_select=ablation_controls.tile_callback("causal_overview", open_head, "causal_", N_LAYERS),
-                config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
+chart(overview, key="causal_overview", selection_mode="points",
+      on_select=ablation_controls.tile_callback("causal_overview", open_head, "causal_", N_LAYERS),
+      config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
 ablation_controls.click_note(st, "causal_", N_LAYERS, N_HEADS, default=ablation.CAUSAL_DEFAULT)
 
 # ------------------------------------------------------------------ head scores

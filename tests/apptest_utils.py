@@ -11,6 +11,7 @@ import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from chart_specs import charts
 from ui.shell import cache
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -49,7 +50,7 @@ def decode(value):
 
 def figures(at: AppTest) -> list[dict]:
     """Every Plotly chart on the page as its figure dict."""
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return [json.loads(chart.proto.spec) for chart in charts(at)]
 
 
 def heatmap_z(fig: dict) -> np.ndarray:

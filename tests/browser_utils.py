@@ -22,7 +22,7 @@ DOCS_IMAGES_ENV = "ATTENTION_DOCS_IMAGES"
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-CHART = '[data-testid="stPlotlyChart"] .main-svg'
+CHART = '.js-plotly-plot .main-svg'  # our element (ui/shell/chart.py) and st.plotly_chart, its fallback
 
 
 def images_folder(tmp_path: Path) -> Path:

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from apptest_utils import figures, focus, heatmap_z, new_app, tiles
+from apptest_utils import charts, figures, focus, heatmap_z, new_app, tiles
 
 
 def run(**query):
@@ -205,6 +205,6 @@ def test_every_stage_offers_csv_and_the_page_offers_json_and_html():
 def test_camera_button_format_follows_the_sidebar_choice():
     at = run(text="a b")
     at.sidebar.radio(key="shared_image_format").set_value("svg").run()
-    chart = at.get("plotly_chart")[0].proto
+    chart = charts(at)[0].proto
     assert '"format": "svg"' in chart.config.replace('":"', '": "') and "weights" in json.dumps(
-        [json.loads(c.proto.config) for c in at.get("plotly_chart")])
+        [json.loads(c.proto.config) for c in charts(at)])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apptest_utils import new_app
+from apptest_utils import charts, new_app
 from transformer_core import EncoderConfig, run_toy
 from transformer_core.analysis.explain import TOLERANCE, explain_cell
 
@@ -119,7 +119,7 @@ def test_panel_on_the_explorer_follows_the_url_and_the_pickers():
 
 def test_a_click_on_a_cell_marker_chooses_the_cell():
     at = new_app(text="the cat sat").run()
-    focus = next(c for c in at.get("plotly_chart") if '"cells"' in c.proto.spec)
+    focus = next(c for c in charts(at) if '"cells"' in c.proto.spec)
     assert focus  # small matrices carry click markers
     at.session_state["explorer_q"], at.session_state["explorer_k"] = 2, 1  # what the click callback sets
     at.run()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from apptest_utils import new_app
+from apptest_utils import charts, new_app
 
 from ui.shell.i18n import _
 
@@ -104,7 +104,7 @@ def test_a_cached_figure_is_not_served_in_the_other_language():
     assert not english.exception and not chinese.exception
 
     def tile_titles(at):  # the all-heads figure: its cache key names no title, only the view
-        figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+        figs = [json.loads(c.proto.spec) for c in charts(at)]
         tiles = next(f for f in figs if f["layout"].get("meta", {}).get("stage") == "heads")
         return [a["text"] for a in tiles["layout"]["annotations"]]
 

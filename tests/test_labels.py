@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from apptest_utils import new_app
+from apptest_utils import charts, new_app
 from test_trace_upload import shown
 from ui.parts.labels import and_list, cut, numbered, plural, sentence_label
 from ui.shell.markdown import WORD_JOINER, plain
@@ -90,7 +90,7 @@ def test_pipeline_side_by_side_titles_say_head_and_heads():
     at.session_state["step"] = "A vs B"
     at.run()
     assert not at.exception
-    titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in at.get("plotly_chart")]
+    titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text", "") for c in charts(at)]
     assert any("(1 head, causal off)" in t for t in titles), titles
     assert any("(8 heads, causal off)" in t for t in titles), titles
     assert not any("(s)" in t for t in titles)

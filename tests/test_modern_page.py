@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from apptest_utils import decode, figures, new_app
+from apptest_utils import charts, decode, figures, new_app
 
 PAGE = "pages/modern.py"
 
@@ -25,7 +25,7 @@ def metas(at) -> list[dict]:
 
 
 def no_nan(at) -> None:
-    for chart in at.get("plotly_chart"):
+    for chart in charts(at):
         assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", chart.proto.spec)
 
 

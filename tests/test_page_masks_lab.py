@@ -11,6 +11,7 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from chart_specs import charts
 from transformer_core.nn import masks
 from ui.shell import cache as ui_cache
 
@@ -30,7 +31,7 @@ def decode(value):
 
 
 def figures_of(at):
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return [json.loads(chart.proto.spec) for chart in charts(at)]
 
 
 def by_meta(at, **meta):
@@ -93,7 +94,7 @@ def test_runs_and_no_nan_reaches_a_figure(at):
     headers = []
     for label in SECTIONS:
         open_tab(at, label)
-        specs = [chart.proto.spec for chart in at.get("plotly_chart")]
+        specs = [chart.proto.spec for chart in charts(at)]
         assert 1 <= len(specs) <= 6  # a handful of charts per view
         for spec in specs:
             assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", spec)  # base64 bytes may spell "NaN"
@@ -215,5 +216,5 @@ def test_one_sentence_gets_an_example_and_head_follows_n_heads(at):
     at.selectbox(key="shared_n_heads").set_value(2).run()
     assert not at.exception
     assert at.selectbox(key="masks_head").options == ["0", "1"]
-    for spec in (chart.proto.spec for chart in at.get("plotly_chart")):
+    for spec in (chart.proto.spec for chart in charts(at)):
         assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", spec)  # base64 bytes may spell "NaN"

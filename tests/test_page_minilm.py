@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from apptest_utils import figures, focus, heatmap_z, new_app, tiles
+from apptest_utils import charts, figures, focus, heatmap_z, new_app, tiles
 from transformer_core.figures.overview import gutter_for, overview_figure, picked_tile
 from transformer_core.models.minilm import PretrainedUnavailable
 from transformer_core.records.trace import Trace
@@ -288,4 +288,4 @@ def test_up_to_512_tokens_overview_pooled_and_the_open_head_at_full_resolution()
     ov = overview_of(at)["layout"]["meta"]
     assert ov["n"] == 512 and ov["pool"] == 16 and ov["tile"] == 32
     assert not any("built-in example" in c.value for c in at.caption)  # a long text is used alone
-    assert sum(len(c.proto.spec) for c in at.get("plotly_chart")) < 4.5e6  # 512² float32 focus ≈ 1.4 MB of it
+    assert sum(len(c.proto.spec) for c in charts(at)) < 4.5e6  # 512² float32 focus ≈ 1.4 MB of it

@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 import streamlit as st
+from chart_specs import charts
 from test_page_masks_lab import open_page, z_of
 from ui.shell import cache as ui_cache
 
@@ -12,7 +13,7 @@ PAGE = "pages/pipeline.py"
 
 
 def figures_of(at):
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return [json.loads(chart.proto.spec) for chart in charts(at)]
 
 
 def steps(at, step):
@@ -57,8 +58,8 @@ def test_runs_every_step_one_tab_at_a_time_and_no_nan(at):
     for label in TABS:
         open_tab(at, label)
         numbers += [int(t.value.split(" · ")[0]) for t in at.subheader if " · " in t.value]
-        assert len(at.get("plotly_chart")) <= 4  # a handful of charts per view, never one per head
-        for spec in (chart.proto.spec for chart in at.get("plotly_chart")):
+        assert len(charts(at)) <= 4  # a handful of charts per view, never one per head
+        for spec in (chart.proto.spec for chart in charts(at)):
             assert not re.search(r"[:\[,]\s*-?(NaN|Infinity)\b", spec)  # base64 bytes may spell "NaN"
     assert numbers == list(range(1, 12))
     open_tab(at, "Split heads")

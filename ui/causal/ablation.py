@@ -12,6 +12,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import MODE_NAMES, controls, file_stem
+from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 
@@ -75,9 +76,9 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
     steps, rows = curve["steps"], curve["rows"]
     intact, ablated = rows[step]
     fmt = st.session_state.get("shared_image_format", "png")
-    st.plotly_chart(figs.causal_figure(steps, [rows[s][0]["accuracy"]["repeat"] for s in steps],
-                                       [rows[s][1]["accuracy"]["repeat"] for s in steps], intact["chance"], text, step),
-                    key="causal_ablate_curve", config=chart_config(f"ablation_{file_stem(heads)}_induction", fmt))
+    chart(figs.causal_figure(steps, [rows[s][0]["accuracy"]["repeat"] for s in steps],
+                             [rows[s][1]["accuracy"]["repeat"] for s in steps], intact["chance"], text, step),
+          key="causal_ablate_curve", config=chart_config(f"ablation_{file_stem(heads)}_induction", fmt))
     frame = pd.DataFrame([{N_("model"): name, N_("loss first period"): m["loss"]["first"],
                            N_("loss repeat"): m["loss"]["repeat"], N_("accuracy first period"): m["accuracy"]["first"],
                            N_("induction accuracy"): m["accuracy"]["repeat"]}

@@ -16,6 +16,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
+from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import N_, _
@@ -70,9 +71,9 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
     target = str(ids[pos + 1]) if pos + 1 < len(ids) else None
     fmt = st.session_state.get("shared_image_format", "png")
     bars = top_tokens(probs[pos], k, p)
-    st.plotly_chart(figs.top_k_figure(bars, position=pos, token=str(ids[pos]), target=target, temperature=t,
-                                      k=k, p=p), key="causal_predictions",
-                    config=chart_config(f"predictions_pos{pos}_T{_text(t)}", fmt))
+    chart(figs.top_k_figure(bars, position=pos, token=str(ids[pos]), target=target, temperature=t,
+                            k=k, p=p), key="causal_predictions",
+          config=chart_config(f"predictions_pos{pos}_T{_text(t)}", fmt))
     loss = trace.stages["token_loss"][0]  # [pos−1], T = 1
     table = pd.DataFrame({
         N_("position"): np.arange(len(ids) - 1), N_("token"): ids[:-1], N_("next token"): ids[1:],
@@ -93,5 +94,5 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
     drawn = _sample(tuple(ids), step, t, k, p, int(seed))
     new = drawn["ids"][drawn["n_prompt"]:]
     st.code(" ".join(map(str, drawn["ids"][:drawn["n_prompt"]])) + "  →  " + " ".join(map(str, new)), language=None)
-    st.plotly_chart(figs.sample_figure(drawn["ids"], drawn["loss"], drawn["n_prompt"], period), key="causal_sample",
-                    config=chart_config(f"sample_seed{seed}_T{_text(t)}", fmt))
+    chart(figs.sample_figure(drawn["ids"], drawn["loss"], drawn["n_prompt"], period), key="causal_sample",
+          config=chart_config(f"sample_seed{seed}_T{_text(t)}", fmt))

@@ -18,6 +18,7 @@ from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import bind_heads, head_names
 from ..parts.numbers import number
+from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
@@ -107,7 +108,7 @@ def _rank(mode: str, reference: str) -> None:
     result = ss["llm_rank"][1]
     fmt = ss.get("shared_image_format", "png")
     effect = result["effect"]  # [layer, head]
-    st.plotly_chart(rank_figure(effect, "Mary"), key="llm_rank_chart", config=chart_config(f"smollm2_rank_{mode}", fmt))
+    chart(rank_figure(effect, "Mary"), key="llm_rank_chart", config=chart_config(f"smollm2_rank_{mode}", fmt))
     order = effect.ravel().argsort()[::-1][:TOP_ATTEND]
     top = [divmod(int(i), compute.N_HEADS) for i in order]
     last = compute.ioi_last_rows()
@@ -116,8 +117,8 @@ def _rank(mode: str, reference: str) -> None:
     tokens = last["tokens"]
     mary_pos = [i for i, t in enumerate(tokens) if t == "␣Mary"]
     share = [float(last["rows"][lay, h, mary_pos].sum()) for lay, h in top]
-    st.plotly_chart(attend_figure(rows, names, tokens), key="llm_attend_chart",
-                    config=chart_config(f"smollm2_attend_{mode}", fmt))
+    chart(attend_figure(rows, names, tokens), key="llm_attend_chart",
+          config=chart_config(f"smollm2_attend_{mode}", fmt))
     john_pos = [i for i, t in enumerate(tokens) if t == "␣John"]
     on = {"Mary": share, "John": [float(last["rows"][lay, h, john_pos].sum()) for lay, h in top],
           "sink": [float(last["rows"][lay, h, 0]) for lay, h in top]}

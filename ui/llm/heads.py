@@ -19,6 +19,7 @@ from transformer_core.records.trace import Trace
 
 from ..parts import head_view, trace_tables
 from ..parts.numbers import number
+from ..shell.chart import chart
 from ..shell import callbacks, fragments
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
@@ -68,8 +69,9 @@ def grid_and_head(prompt: str, trace: Trace, grids: dict) -> None:
     fig = head_grid_figure(grids[color], value_name=_(COLORS[color]), zmax=max(zmax, 1e-6), highlight=(layer, head),
                            fmt=".1%" if color == "sink_share" else ".2f")
     fmt = ss.get("shared_image_format", "png")
-    left.plotly_chart(fig, key="llm_grid", selection_mode="points", on_select=partial(open_tile, "llm_grid"),
-                      config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt))
+    chart(fig, key="llm_grid", selection_mode="points", on_select=partial(open_tile, "llm_grid"),
+          config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt),
+          target=left)
     stage, _batch, layer, head, scale, all_large = head_view.controls(compute.N_HEADS, "llm_",
                                                                       n_layers=compute.N_LAYERS)
     layer_trace = compute.layer_trace(prompt, layer)

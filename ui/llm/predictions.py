@@ -20,6 +20,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.numbers import number
+from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url
@@ -75,7 +76,7 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     fig.update_layout(title_text=_("After “{token}” (position {pos}) · T = {t} · {cut}").format(
         token=html.escape(trace.tokens[0][pos]), pos=pos, t=_text(t), cut=fig.layout.title.text.rsplit(" · ", 1)[-1]))
     fmt = st.session_state.get("shared_image_format", "png")
-    right.plotly_chart(fig, key="llm_predictions", config=chart_config(f"smollm2_predictions_T{_text(t)}", fmt))
+    chart(fig, key="llm_predictions", config=chart_config(f"smollm2_predictions_T{_text(t)}", fmt), target=right)
     if len(idx) > len(shown_idx):
         right.caption(_("{n} tokens are kept; the 20 most likely are drawn, the others are in “other”.").format(
             n=f"{len(idx):,}"))

@@ -16,6 +16,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import MODE_NAMES, controls, file_stem
+from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import _
@@ -104,14 +105,14 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
             st.caption(_("Sentence {b} has {n} tokens: its embedding uses the first {cut}, as sentence-transformers "
                          "cuts all-MiniLM-L6-v2's input (max_seq_length = {cut}); the layers' shifts and weights use all "
                          "{n}.").format(b=long[0], n=out["trace"].lengths[long[0]], cut=out["embedding_tokens"][long[0]]))
-        st.plotly_chart(figs.shift_figure(out["shift"][:, batch], cos, text, batch), key="minilm_ablate_shift",
-                        config=chart_config(f"ablation_{file_stem(heads)}_shift", fmt))
+        chart(figs.shift_figure(out["shift"][:, batch], cos, text, batch), key="minilm_ablate_shift",
+              config=chart_config(f"ablation_{file_stem(heads)}_shift", fmt))
         layer = st.select_slider(_("Later layer to compare"), later, key="minilm_ablate_layer",
                                  help=_("Its attention weights, intact (top row) beside ablated (bottom row)."))
         tr = out["trace"]
-        st.plotly_chart(figs.weights_beside(out["weights"]["intact"], out["weights"]["ablated"], tr.tokens[batch],
-                                            layer=layer, visible=tr.visible(batch)),
-                        key="minilm_ablate_weights", config=chart_config(f"ablation_{file_stem(heads)}_L{layer}_weights", fmt))
+        chart(figs.weights_beside(out["weights"]["intact"], out["weights"]["ablated"], tr.tokens[batch],
+                                  layer=layer, visible=tr.visible(batch)),
+              key="minilm_ablate_weights", config=chart_config(f"ablation_{file_stem(heads)}_L{layer}_weights", fmt))
         if len(sentences) > 1:
             near = out["nearest"]
             st.dataframe(pd.DataFrame({
@@ -166,8 +167,8 @@ def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
                      "and sorts them by how far the embedding moves."))
         return
     cosine = ranks[key]
-    st.plotly_chart(figs.rank_figure(cosine, batch), key="minilm_rank_chart",
-                    config=chart_config(f"ablation_rank_{mode}", fmt))
+    chart(figs.rank_figure(cosine, batch), key="minilm_rank_chart",
+          config=chart_config(f"ablation_rank_{mode}", fmt))
     table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "1 − cosine": float(1 - cosine[lay, h, batch])}
                           for lay in range(cosine.shape[0]) for h in range(cosine.shape[1])])
     table = table.sort_values("1 − cosine", ascending=False, kind="stable")

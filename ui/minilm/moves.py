@@ -37,6 +37,7 @@ from transformer_core.records.trace import Trace
 
 from ..parts.head_view import STAGES
 from ..parts.numbers import number
+from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import N_, _
@@ -215,7 +216,7 @@ def across_layers(trace: Trace, sentences: tuple[str, ...], padding: bool, batch
     values, last = across(sentences, padding, batch, view)
     tokens = trace.tokens[batch][:n]
     fig = across_layers_figure(values, last, tokens, view, batch=batch)
-    st.plotly_chart(fig, key=f"{PREFIX}across", config=figures.chart_config(
+    chart(fig, key=f"{PREFIX}across", config=figures.chart_config(
         figures.figure_filename(view, None, None, tokens), st.session_state.get("shared_image_format", "png")))
     rule = (r"R = \hat A_5 \cdots \hat A_0,\quad \hat A_l = \operatorname{rownorm}\big(\tfrac12\,"
             r"\operatorname{mean}_h A_l + \tfrac12 I\big)")

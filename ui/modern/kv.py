@@ -13,6 +13,7 @@ from transformer_core.models.causal import CausalUnavailable
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 
 from ..parts.numbers import number
+from ..shell.chart import chart
 from ..shell import url
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
@@ -35,8 +36,8 @@ def draw_shared() -> None:
     rows = {r["n_kv_heads"]: r for r in shared_kv.kv_choices()}
     row = rows[n_kv]
     left, right = st.columns([1, 2])
-    left.plotly_chart(figs.groups_figure(9, n_kv, _("Which key/value head each query head reads")),
-                      key="modern_groups", config=chart_config("kv_groups"))
+    chart(figs.groups_figure(9, n_kv, _("Which key/value head each query head reads")),
+          key="modern_groups", config=chart_config("kv_groups"), target=left)
     right.markdown(_("**KV cache per token** (float32): 2 (key and value) × 30 layers × {n_kv} heads × 64 × 4 bytes = "
                      "**{per:,} bytes**; for SmolLM2's whole context of 8,192 tokens **{ctx}**.").format(
         n_kv=n_kv, per=row["kv_bytes_per_token"], ctx=_mib(row["kv_bytes_context"])))
@@ -79,7 +80,7 @@ def draw_cache() -> None:
     fig = figs.query_row_figure(data["weights"][i], [label(t, j) for j, t in enumerate(seen)],
                                 _("The new query's weights over the cached keys ({layer}, every head)").format(layer=layer),
                                 model=model, step=step)
-    left.plotly_chart(fig, key="modern_query_row", config=chart_config("kv_cache_row"))
+    chart(fig, key="modern_query_row", config=chart_config("kv_cache_row"), target=left)
     right.metric(_("Cached key rows (per layer)"), rows, delta=1 if i else None)
     right.metric(_("New query"), " × ".join(map(str, shape)),
                  help=_("batch × heads × query rows × d_head: one row per head, whatever the length."))

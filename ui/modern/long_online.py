@@ -11,6 +11,7 @@ from transformer_core.figures.stage import chart_config, label
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 
 from ..parts.numbers import number
+from ..shell.chart import chart
 from ..shell import url
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
@@ -41,9 +42,9 @@ def draw_long() -> None:
         out = compute.window_run(window, sinks)
     left, right = st.columns([1, 1.4])
     labels = [label(t, i) for i, t in enumerate(text["labels"])]
-    left.plotly_chart(figs.mask_panel(out["mask"], labels, labels, _("Window {w} + {s} sink(s)").format(w=window, s=sinks),
-                                      window=window, sinks=sinks), key="modern_window_mask",
-                      config=chart_config("window_mask"))
+    chart(figs.mask_panel(out["mask"], labels, labels, _("Window {w} + {s} sink(s)").format(w=window, s=sinks),
+                          window=window, sinks=sinks), key="modern_window_mask",
+          config=chart_config("window_mask"), target=left)
     cols = right.columns(3)
     for col, key, title in zip(cols, ("full", "window", "sinks"),
                                (_("every key"), _("window {w}").format(w=window),
@@ -84,10 +85,10 @@ def draw_online() -> None:
     done = [(s["rows"], s["cols"], s["skipped"]) for s in steps[:tile - 1]]
     left, right = st.columns([1.1, 1])
     labels = [f"{i}" for i in range(n)]
-    left.plotly_chart(figs.tile_figure(data["scores"], data["visible"], labels, (r0, r1), (c0, c1_), done,
-                                       _("Tile {t} of {all}: queries {r0}–{r1}, keys {c0}–{c1}").format(
-                                           t=tile, all=len(steps), r0=r0, r1=r1 - 1, c0=c0, c1=c1_ - 1),
-                                       tile=tile), key="modern_tiles", config=chart_config("online_tiles"))
+    chart(figs.tile_figure(data["scores"], data["visible"], labels, (r0, r1), (c0, c1_), done,
+                           _("Tile {t} of {all}: queries {r0}–{r1}, keys {c0}–{c1}").format(
+                               t=tile, all=len(steps), r0=r0, r1=r1 - 1, c0=c0, c1=c1_ - 1),
+                           tile=tile), key="modern_tiles", config=chart_config("online_tiles"), target=left)
     if step["skipped"]:
         right.info(_("Every cell of this tile is blocked by the mask: it is skipped, m and l stay as they were."),
                    icon=":material/block:")

@@ -14,6 +14,7 @@ from transformer_core.models.minilm import PretrainedUnavailable
 from transformer_core.text.tokenize import word_tokenize
 
 from ..parts.numbers import number
+from ..shell.chart import chart
 from ..shell import callbacks, url
 from ..shell.controls import Settings
 from ..shell.i18n import N_, _
@@ -60,7 +61,7 @@ def draw(settings: Settings) -> None:
     cols = st.columns(4)
     for col, scheme in zip(cols, SCHEME_NAMES):
         fig = figs.score_panel(data["scores"][scheme], tokens, _(SCHEME_NAMES[scheme]), (low, high), scheme=scheme)
-        col.plotly_chart(fig, key=f"modern_scores_{scheme}", config=chart_config(f"scores_{scheme}"))
+        chart(fig, key=f"modern_scores_{scheme}", config=chart_config(f"scores_{scheme}"), target=col)
     st.caption(_("Raw scores q·k/√d_head, one colour range for all four: {low} … {high}. The learned table was "
                  "multiplied by {scale} so its size matches the sinusoidal table's; its row 0 (where BERT's [CLS] "
                  "sits) is {ratio} times as long as the others, hence the strong first row and column. ALiBi's slope "
@@ -78,17 +79,17 @@ def draw(settings: Settings) -> None:
     fig = figs.distance_figure(data["curves"], names, compute.QUERY_POSITIONS,
                                _("Score of {q} against {k}, with {k} d positions before {q}").format(
                                    q=plain(tokens[query]), k=plain(tokens[key])))
-    st.plotly_chart(fig, key="modern_distance", config=chart_config("distance"))
+    chart(fig, key="modern_distance", config=chart_config("distance"))
     st.markdown(_("Solid: the query at position {a}; dashed: at position {b}. Where the two lines of a scheme lie on "
                   "each other, the score depends only on the distance, not on where the pair stands.").format(
         a=compute.QUERY_POSITIONS[0], b=compute.QUERY_POSITIONS[1]))
 
     left, right = st.columns([1.2, 1])
     pairs = data["pairs"]
-    left.plotly_chart(figs.rope_figure(pairs["xy"], pairs["pairs"], pairs["positions"], pairs["theta"],
-                                       _("RoPE turns the query of {q}: positions 0 … 24 (big dot: 0)").format(
-                                           q=plain(tokens[query]))),
-                      key="modern_rope", config=chart_config("rope_pairs"))
+    chart(figs.rope_figure(pairs["xy"], pairs["pairs"], pairs["positions"], pairs["theta"],
+                           _("RoPE turns the query of {q}: positions 0 … 24 (big dot: 0)").format(
+                               q=plain(tokens[query]))),
+          key="modern_rope", config=chart_config("rope_pairs"), target=left)
     right.markdown(_("**Relative only?** The score of the same two tokens at positions (m, n) = (30, 20) and shifted by "
                      "s = 100:"))
     table = pd.DataFrame([{_("scheme"): names[r["scheme"]], "(m, n)": number(r["score"], ".4f"),

@@ -17,6 +17,7 @@ from transformer_core.figures.heads import heads_figure, picked_head
 from transformer_core.figures.slide import describe
 from transformer_core.records.trace import PATTERN_STAGES, Trace
 
+from ..shell.chart import chart
 from ..shell import cache
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url, fallback, value
@@ -217,10 +218,10 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
             trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=66,
             focus=head))
         tiles_key = f"{key_prefix}tiles_{stage}_{layer}"
-        st.plotly_chart(tiles, key=tiles_key, on_select=lambda: _focus_head(tiles_key, f"{key_prefix}head"),
-                        selection_mode="points",
-                        config=figures.chart_config(figures.figure_filename(stage, None, layer, trace.tokens[batch]),
-                                                    fmt))
+        chart(tiles, key=tiles_key, on_select=lambda: _focus_head(tiles_key, f"{key_prefix}head"),
+              selection_mode="points",
+              config=figures.chart_config(figures.figure_filename(stage, None, layer, trace.tokens[batch]),
+                                          fmt))
     with where["formula"]:
         st.latex(FORMULAS.get(stage, stage))
         st.markdown(f"`{shape_text(stage, data.shape)}`  \n{_(STAGE_HELP[stage]) if stage in STAGE_HELP else ''}")
@@ -238,10 +239,10 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                                                            title=title, row_scale=scale == "row", cell=cell,
                                                            square=square, source=[describe(trace, batch, 48)], **size))
         focus_key = f"{key_prefix}focus"
-        st.plotly_chart(fig, key=focus_key, selection_mode="points",
-                        on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
-                        config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
-                                                    fmt))
+        chart(fig, key=focus_key, selection_mode="points",
+              on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
+              config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
+                                          fmt))
         if wide and (every := figures.labelled_every(fig)) > 1:
             st.caption(_("{n} tokens: one position in {k} is labelled (hover names each cell). Drag over the figure to zoom "
                          "in; double-click to zoom out.").format(n=n, k=every))
@@ -250,7 +251,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: heads_figure(
             trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=2, tile_px=380,
             labels=True))
-        st.plotly_chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(
+        chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(
             figures.figure_filename(stage, None, layer, trace.tokens[batch]), fmt))
     if explain and all(name in trace.stages or f"layers.{layer}.attention.{name}" in trace.stages
                        for name in ("q", "k", "v", "scores", "weights", "context")):
