@@ -30,8 +30,8 @@ same Chromium. :func:`measure_page` (a page visit: a new Streamlit session, st.c
 and :func:`measure_change` (in the session: a text typed into the sidebar's "Sentences (one per
 line)" and Control+Enter) time until the page has settled: the script run is over (the
 ``data-test-script-state`` attribute of ``[data-testid="stApp"]`` is ``notRunning`` after a run
-that started after t0), every ``[data-testid="stPlotlyChart"]`` holds a drawn ``.js-plotly-plot``
-(``.main-svg``, and one ``g.hm image`` per visible heatmap trace), and no chart changed for
+that started after t0), every chart (our ``.attention-chart`` element, or ``[data-testid="stPlotlyChart"]``) is
+a drawn ``.js-plotly-plot`` (``.main-svg``, and one ``g.hm image`` per visible heatmap trace), and no chart changed for
 ``--quiet-ms``. The time reported is that of the frame after the *last* change inside any chart,
 so the quiet wait is not counted. Both functions know nothing of the pages' layout.
 
@@ -138,10 +138,10 @@ OURS_SETTLED = r"""([t0, quiet]) => {
   if (t0 === null) return false;
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app || app.getAttribute('data-test-script-state') !== 'notRunning' || B.runStart < t0) return false;
-  const boxes = Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]'));
+  const boxes = Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"], .attention-chart'));
   if (!boxes.length || B.lastDraw < t0 || B.lastPaint < B.lastDraw) return false;
   for (const box of boxes) {
-    const d = box.querySelector('.js-plotly-plot');
+    const d = box.matches('.js-plotly-plot') ? box : box.querySelector('.js-plotly-plot');
     if (!d || !d.querySelector('.main-svg') || !d._fullData) return false;
     const heatmaps = d._fullData.filter(t => t.type === 'heatmap' && t.visible === true).length;
     if (d.querySelectorAll('g.hm image').length < heatmaps) return false;
@@ -152,13 +152,14 @@ OURS_SETTLED = r"""([t0, quiet]) => {
 OURS_STATE = """() => ({bench: window.__bench, now: performance.now(),
   script: (document.querySelector('[data-testid="stApp"]') || {getAttribute: () => null})
       .getAttribute('data-test-script-state'),
-  charts: Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(box => {
-    const d = box.querySelector('.js-plotly-plot');
+  charts: Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"], .attention-chart')).map(box => {
+    const d = box.matches('.js-plotly-plot') ? box : box.querySelector('.js-plotly-plot');
     return d ? {svg: !!d.querySelector('.main-svg'), images: d.querySelectorAll('g.hm image').length,
                 traces: (d._fullData || []).map(t => t.type + (t.visible === true ? '' : ':hidden'))}
              : 'no .js-plotly-plot'; })})"""
 OURS_RESULT = """(t0) => { const B = window.__bench; if (t0 === null) t0 = B.t0;
-  return {ms: B.lastPaint - t0, charts: document.querySelectorAll('[data-testid="stPlotlyChart"]').length}; }"""
+  const charts = document.querySelectorAll('[data-testid="stPlotlyChart"], .attention-chart').length;
+  return {ms: B.lastPaint - t0, charts}; }"""
 
 # --- BertViz pages: %-formatted with view ('head' or 'model'), layers, heads, n --------------------------------
 BERTVIZ_WATCH = r"""

@@ -197,7 +197,7 @@ def test_no_heatmap_text_is_covered_or_clipped(server, chromium, width, height, 
     text = WIDE_LABELS if n == "wide labels" else words(n)
     page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": text, "causal": 1}), width, height)
     for which in ("focus", "heads"):
-        page.hover('[data-testid="stPlotlyChart"]' if which == "focus" else '[data-testid="stPlotlyChart"] >> nth=1')
+        page.hover('.js-plotly-plot' if which == "focus" else '.js-plotly-plot >> nth=1')
         page.wait_for_timeout(300)
         b = chart_boxes(page, which)
         chart = b["chart"]
