@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 
 from . import i18n
+from .i18n import _
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "static" / "plotly"  # served at ./app/static/plotly/ (server.enableStaticServing)
@@ -102,7 +103,7 @@ def _note_fallback(reason: str) -> None:
     if not st.session_state.get("_chart_fallback_noted"):
         st.session_state["_chart_fallback_noted"] = True
         _log.warning("charts drawn by st.plotly_chart: %s", reason)
-        st.caption(i18n._("Charts are drawn by Streamlit's own Plotly element ({why}).").format(why=reason))
+        st.caption(_("Charts are drawn by Streamlit's own Plotly element ({why}).").format(why=reason))
 
 
 def chart(fig: Any, *, key: str | None = None, config: dict | None = None,
