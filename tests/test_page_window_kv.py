@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from apptest_utils import charts, decode, new_app
+from apptest_utils import charts as chart_elements, decode, new_app
 from test_page_statistics_finite import visible_text
 from test_toy_gqa import WINDOW3_SINK1
 
@@ -15,7 +15,7 @@ SIX = "one two three four five six\nsix five four three two one"
 
 
 def charts(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in charts(at)]
+    return [json.loads(c.proto.spec) for c in chart_elements(at)]
 
 
 def tiles(at) -> dict:
