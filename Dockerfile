@@ -15,6 +15,8 @@ COPY . .
 # The package itself, editable as in the README's `pip install -r requirements.txt -e .` (its dependencies are
 # in already): `attention-export` and `python -m transformer_core.cli` work from any folder in the container.
 RUN pip install --no-deps -e .
+# plotly.js's cartesian bundle and zh-CN locale for our chart element, pinned by static/plotly/SHA256SUMS
+RUN python scripts/fetch_plotly.py
 # Run as a user without rights (uid 10001, as deploy/k8s's runAsUser); the static volume's folder is theirs, so
 # compose's `static` job can write the precompressed files. HOME in /tmp: Streamlit and fontconfig write caches there.
 RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin app \

@@ -1,5 +1,5 @@
 """Our Plotly element (ui/shell/chart.py) without a browser: the click event reaches the pages' callbacks in
-Streamlit's own selection shape, the figure keeps its JSON, the vendored bundle is the file its SHA-256 names, and
+Streamlit's own selection shape, the figure keeps its JSON, the bundle fetched at install is the file its SHA-256 names, and
 st.plotly_chart is the fallback (by hand or when the bundle cannot be served)."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from transformer_core.figures.heads import picked_head
 from transformer_core.figures.overview import picked_tile
+from test_fetch_plotly import fetch_plotly
 from ui.shell import callbacks, chart
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,12 +61,13 @@ def test_the_streamlit_template_is_filled_and_other_figures_are_kept():
     assert chart.themed(white) == white
 
 
-def test_the_vendored_bundle_is_the_file_its_sha256_names_with_its_licence():
-    sums = dict(reversed(line.split()) for line in (chart.STATIC / "SHA256SUMS").read_text().splitlines())
-    assert set(sums) == {chart.BUNDLE, chart.LOCALE}
+def test_the_fetched_bundle_is_the_file_its_sha256_names_with_its_licence():
+    sums = fetch_plotly.pinned()
+    assert set(sums) == {chart.BUNDLE, chart.LOCALE, "LICENSE"}
     for name, digest in sums.items():
         assert hashlib.sha256((chart.STATIC / name).read_bytes()).hexdigest() == digest
     assert "MIT License" in (chart.STATIC / "LICENSE").read_text()
+    assert fetch_plotly.STATIC == chart.STATIC and fetch_plotly.main(["--check"]) == 0
     assert "enableStaticServing = true" in (ROOT / ".streamlit" / "config.toml").read_text()
 
 

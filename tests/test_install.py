@@ -220,3 +220,13 @@ def test_every_install_command_brings_smollm2_at_the_pinned_version():
         assert line in command, command
     assert f"RUN {line}" in (ROOT / "Dockerfile").read_text()
     assert line in (ROOT / ".ci" / "run").read_text()
+
+
+def test_every_install_command_fetches_plotly_js():
+    """Our chart element needs plotly.js in static/plotly/ (fetched at install, not committed): the README's four
+    commands, the Dockerfile and .ci/run each run scripts/fetch_plotly.py, before the app or the tests start."""
+    line = "python scripts/fetch_plotly.py"
+    for command in _readme_commands():
+        assert f"&& {line} &&" in command, command
+    assert f"RUN {line}" in (ROOT / "Dockerfile").read_text()
+    assert line in (ROOT / ".ci" / "run").read_text()
