@@ -9,6 +9,9 @@ visitor for Plotly's chunk alone, 10–25 s of one nginx worker when a class of 
 once. Compressed once, at the strongest settings, every visitor is served from disk:
 Plotly's chunk is 1.36 MB as gzip (zopfli) and 1.06 MB as brotli (quality 11).
 
+Our chart element's plotly.js (``static/plotly/`` of this checkout, fetched at install by scripts/fetch_plotly.py) is
+copied beside it as ``<dest>/app/static/plotly/…``, answering ``/app/static/plotly/…`` (1.50 MB → ~0.45 MB gzip).
+
 The copy keeps Streamlit's layout (``<dest>/static/js/…`` answers ``/static/js/…``) and writes
 ``<file>.gz`` (zopfli for files over 256 kB, else gzip -9) and, when the ``brotli`` package is
 installed, ``<file>.br`` beside every compressible file of 1 kB or more. A stamp with Streamlit's
@@ -30,10 +33,18 @@ MIN_BYTES = 1024
 BIG = 256_000  # above this, the slow strongest settings (a few seconds a file, once)
 
 
+PLOTLY = Path(__file__).resolve().parents[1] / "static" / "plotly"  # served by the app at /app/static/plotly/
+
+
 def streamlit_static() -> tuple[Path, str]:
+    """Streamlit's static folder and a stamp naming its version and our pinned plotly.js (SHA256SUMS)."""
+    import hashlib
+
     import streamlit
 
-    return Path(streamlit.__file__).resolve().parent / "static", streamlit.__version__
+    sums = PLOTLY / "SHA256SUMS"
+    pins = hashlib.sha256(sums.read_bytes()).hexdigest()[:12] if sums.exists() else "none"
+    return Path(streamlit.__file__).resolve().parent / "static", f"{streamlit.__version__} plotly {pins}"
 
 
 def _compress(path: str) -> None:
@@ -70,6 +81,8 @@ def build(dest: Path, workers: int | None = None) -> Path:
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(source, dest)
+        if any(PLOTLY.glob("*.js")):  # absent if the fetch was skipped: the app then draws with st.plotly_chart
+            shutil.copytree(PLOTLY, dest / "app" / "static" / "plotly")
         todo = [str(p) for p in dest.rglob("*") if p.is_file() and p.suffix in COMPRESSIBLE
                 and p.stat().st_size >= MIN_BYTES]
         todo.sort(key=lambda p: -os.path.getsize(p))  # the slow ones first, so the pool ends together

@@ -50,6 +50,11 @@ def test_static_files_are_gzipped_and_a_visit_stays_small():
         plain_headers, plain = fetch(url, None)
         assert plain_headers.get("Content-Encoding") is None  # a client that cannot gunzip gets plain bytes
         assert len(body) < 0.5 * len(plain)
+        bundle = f"{c.url}/app/static/plotly/plotly-cartesian-4.1.1.min.js"  # our chart element's plotly.js
+        headers, body = fetch(bundle, "gzip")
+        assert headers.get("Content-Encoding") == "gzip" and len(body) < 600_000, (headers, len(body))
+        assert headers.get("Cache-Control") == "public, max-age=31536000, immutable"
+        assert headers.get("Content-Type", "").startswith("application/javascript")
 
         with browser() as b:
             ctx = b.new_context(viewport={"width": 1280, "height": 720})
@@ -69,3 +74,5 @@ def test_static_files_are_gzipped_and_a_visit_stays_small():
     assert decoded > 2 * first_bytes  # compression really happened on the page's own requests
     assert first_bytes <= FIRST_VISIT_MAX
     assert second_bytes <= SECOND_VISIT_MAX
+    plotly_js = [e for e in first + second if "/app/static/plotly/" in e["name"]]
+    assert len(plotly_js) >= 2 and all(e["transfer"] == 0 for e in plotly_js[1:]), plotly_js  # once per browser

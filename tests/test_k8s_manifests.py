@@ -315,8 +315,10 @@ def test_ingress_is_sticky_for_the_app_and_not_for_static_files():
     assert app["nginx.ingress.kubernetes.io/affinity-mode"] == "persistent"
     static = find(docs, "Ingress", f"{APP}-static")
     assert not any("affinity" in k or "session-cookie" in k for k in static["metadata"]["annotations"])
-    (path,) = static["spec"]["rules"][0]["http"]["paths"]
-    assert path["path"] == "/static/"
+    paths = [p["path"] for p in static["spec"]["rules"][0]["http"]["paths"]]
+    assert paths == ["/static/", "/app/static/plotly/"]  # Streamlit's files and our chart element's plotly.js
+    conf = find(docs, "ConfigMap", f"{APP}-static-nginx")["data"]["default.conf"]
+    assert all(f"location {p} {{" in conf for p in paths)
     text = (BASE / "ingress.yaml").read_text()
     for key in app:  # every annotation is explained by a comment somewhere above it
         before = text[:text.index(key)]
