@@ -9,10 +9,15 @@ student would (a link with a 12-token sentence), waits until every chart is draw
     python scripts/screenshot_pages.py --out /tmp # elsewhere
     python scripts/screenshot_pages.py --lang zh  # in Chinese, with Chinese sentences: page_<name>_zh.png
     python scripts/screenshot_pages.py --size 1440x900  # a larger projector: page_<name>_1440.png
+    python scripts/screenshot_pages.py --chart streamlit --out /tmp/ref  # charts by st.plotly_chart, to compare
+
+``--chart streamlit`` starts the server with ``ATTENTION_CHART=streamlit`` (ui/shell/chart.py's fallback) and
+hides the fallback's one-line note before each screenshot, so the two sets compare pixel for pixel.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import urllib.parse
 from pathlib import Path
@@ -21,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
+from ui.shell.chart import ENV as CHART_ENV  # noqa: E402
 
 TWELVE = "The animal didn't cross the street because it was too tired."
 PAGES = {  # name → path, query, and optionally a text to scroll to
@@ -44,6 +50,11 @@ ZH_PAGES = {  # the same views in Chinese (?lang=zh); texts to scroll to are the
     "pipeline": ("/pipeline", {"text": ZH_TEXT, "step": "Attention"}),
     "causal": ("/causal", {"layer": 1, "head": 1, "checkpoint": 4000}, "全部 2 层"),
 }
+# The fallback's note (ui/shell/chart.py _note_fallback) names the variable in every language: its element
+# container is taken out of the page (with its gap), as if the note were not there.
+HIDE_NOTE = f"""() => {{ for (const c of document.querySelectorAll('[data-testid="stCaptionContainer"]'))
+    if (c.textContent.includes('{CHART_ENV}=streamlit'))
+        (c.closest('[data-testid="stElementContainer"]') || c).style.display = 'none'; }}"""
 
 
 def main() -> int:
@@ -51,7 +62,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
     parser.add_argument("--lang", choices=("en", "zh"), default="en", help="the app's language (default en)")
     parser.add_argument("--size", choices=("1280x720", "1440x900"), default="1280x720", help="the window (default 1280x720)")
+    parser.add_argument("--chart", choices=("element", "streamlit"), default="element",
+                        help="our Plotly element (default) or st.plotly_chart, the fallback, for comparison")
     args = parser.parse_args()
+    if args.chart == "streamlit":
+        os.environ[CHART_ENV] = "streamlit"  # the server inherits it
+    else:
+        os.environ.pop(CHART_ENV, None)
     pages = ZH_PAGES if args.lang == "zh" else PAGES
     width, height = map(int, args.size.split("x"))
     suffix = ("_zh" if args.lang == "zh" else "") + ("" if width == 1280 else f"_{width}")
@@ -64,6 +81,9 @@ def main() -> int:
             page = chromium.new_page(viewport={"width": width, "height": height})
             page.goto(f"{url}{path}?{urllib.parse.urlencode({**query, 'lang': args.lang})}")
             wait_idle(page)
+            if args.chart == "streamlit":
+                page.evaluate(HIDE_NOTE)
+                page.wait_for_timeout(300)
             if scroll:
                 page.get_by_text(scroll[0]).first.evaluate("el => el.scrollIntoView({block: 'start'})")
                 page.wait_for_timeout(500)

@@ -72,6 +72,24 @@ def test_the_modebar_camera_saves_a_png_with_its_tooltip_in_the_pages_language(e
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_st_plotly_charts_modebar_and_its_fullscreen_button(explorer):
+    """As st.plotly_chart: no lasso/box select for a points-only chart, no "send to cloud", and a Fullscreen
+    button (hidden by our pages' camera-only modebar, as in st.plotly_chart) that covers the window until Escape."""
+    lang, page = explorer
+    seen = page.evaluate(f"""async () => {{
+        const d = ({FOCUS})(), wait = () => new Promise(r => setTimeout(r, 500));
+        const size = () => [d.classList.contains('attention-chart-full'), d._fullLayout.width, d._fullLayout.height,
+                            d._context.modeBarButtonsToAdd.map(b => b.title).join()];
+        const out = {{remove: d._context.modeBarButtonsToRemove, before: size()}};
+        d.__attention.click(); await wait(); out.full = size();
+        document.dispatchEvent(new KeyboardEvent('keydown', {{key: 'Escape'}})); await wait(); out.after = size();
+        return out; }}""")
+    assert sorted(seen["remove"]) == ["lasso2d", "select2d", "sendChartToCloud"]
+    assert seen["before"] == seen["after"] and seen["before"][0] is False and seen["before"][3] == "Fullscreen"
+    full, width, height, title = seen["full"]
+    assert full and title == "Close fullscreen" and width == 1280 - 64 and height == 720 - 64
+
+
 def test_a_click_on_a_tile_centre_opens_that_head(explorer):
     lang, page = explorer
     x, y = page.evaluate(f"""() => {{ const p = ({TILES})().querySelectorAll('.scatterlayer .point')[5];

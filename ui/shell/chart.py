@@ -25,6 +25,9 @@ BUNDLE = "plotly-cartesian-4.1.1.min.js"
 LOCALE = "plotly-locale-zh-cn-4.1.1.js"
 ENV = "ATTENTION_CHART"  # "streamlit": st.plotly_chart everywhere (the fallback, by hand)
 NAME = "attention_chart"
+# full screen (chart.js's Fullscreen button): the chart covers the window 32 px in, on the page's background
+CSS = (".attention-chart{width:100%}.attention-chart.attention-chart-full{position:fixed;top:32px;left:32px;"
+       "right:32px;width:auto;z-index:1000100;background:#fff;box-shadow:0 0 0 100vmax #fff}")
 SUFFIX = "-chart"  # the element's own key beside the page's key (which holds the selection event)
 # Streamlit's light chart theme as st.plotly_chart draws it: figures made in the app carry the "streamlit"
 # template with placeholder colours (#000001…) that only Streamlit's frontend fills in; this is that filled template.
@@ -88,7 +91,7 @@ def figure_json(fig: Any) -> dict:
 def _element() -> Callable[..., Any]:
     js = Path(__file__).with_name("chart.js").read_text(encoding="utf-8")
     return st.components.v2.component(NAME, html='<div class="attention-chart"></div>',
-                                      css=".attention-chart{width:100%}", js=js, isolate_styles=False)
+                                      css=CSS, js=js, isolate_styles=False)
 
 
 def _store(key: str, on_select: Callable[[], Any] | None) -> None:
@@ -121,7 +124,9 @@ def chart(fig: Any, *, key: str | None = None, config: dict | None = None,
         return
     modes = {selection_mode} if isinstance(selection_mode, str) else set(selection_mode)
     select = on_select != "ignore" and "points" in modes
-    data = {"figure": themed(figure_json(fig)), "config": config or {}, "select": select,
+    # the modes st.plotly_chart would enable (its modebar keeps lasso/box select only for those), none when ignored
+    enabled = sorted(modes & {"points", "box", "lasso"}) if on_select != "ignore" else []
+    data = {"figure": themed(figure_json(fig)), "config": config or {}, "select": select, "modes": enabled,
             "base": "./app/static/plotly/", "bundle": BUNDLE, "locale": LOCALE if i18n.language() == "zh" else ""}
     kwargs: dict[str, Any] = {}
     if select and key is not None:
