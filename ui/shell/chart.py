@@ -84,6 +84,16 @@ def figure_json(fig: Any) -> dict:
     return json.loads(fig.to_json())
 
 
+class Spec(dict):
+    """A figure as :func:`chart` sends it (JSON-ready, themed): build one with :func:`spec` inside a cached function, so
+    a rerun that shows the same figure skips building it (plotly.py's objects) and turning it into JSON."""
+
+
+def spec(fig: Any) -> Spec:
+    """``fig`` (a ``go.Figure`` or a figure dict) as the JSON :func:`chart` sends."""
+    return Spec(themed(figure_json(fig)))
+
+
 @functools.cache
 def _element() -> Callable[..., Any]:
     js = Path(__file__).with_name("chart.js").read_text(encoding="utf-8")
@@ -121,7 +131,7 @@ def chart(fig: Any, *, key: str | None = None, config: dict | None = None,
         return
     modes = {selection_mode} if isinstance(selection_mode, str) else set(selection_mode)
     select = on_select != "ignore" and "points" in modes
-    data = {"figure": themed(figure_json(fig)), "config": config or {}, "select": select,
+    data = {"figure": fig if isinstance(fig, Spec) else spec(fig), "config": config or {}, "select": select,
             "base": "./app/static/plotly/", "bundle": BUNDLE, "locale": LOCALE if i18n.language() == "zh" else ""}
     kwargs: dict[str, Any] = {}
     if select and key is not None:
