@@ -12,7 +12,6 @@ from ui.causal import view
 from ui.shell import fragments, url
 from ui.shell.i18n import _
 from ui.shell.markdown import plain
-from ui.shell.markdown import plain
 
 N_LAYERS, N_HEADS = CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads
 ss = st.session_state

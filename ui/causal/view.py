@@ -16,7 +16,7 @@ from transformer_core.models.causal import CausalUnavailable
 
 from ..parts import ablation_controls, moves_panels
 from ..parts.numbers import number
-from ..shell import cache, fragments, i18n
+from ..shell import fragments, i18n
 from ..shell.chart import chart
 from ..shell.i18n import _
 from ..shell.markdown import plain
