@@ -11,7 +11,6 @@ import streamlit as st
 
 from transformer_core.analysis.head_types import head_types
 from transformer_core.figures import stage as figures
-from transformer_core.figures.overview import overview_figure
 from transformer_core.models.causal import CausalUnavailable
 
 from ..parts import ablation_controls, moves_panels
@@ -95,8 +94,11 @@ def show(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int) 
                    "to open that head below.")).format(layers=n_layers, heads=n_heads))
     color = moves_panels.color_control("causal_", moves_panels.CAUSAL_COLORS)  # ?color=: tiles fade by a head-type score
     ablation_controls.click_toggle("causal_")
-    overview = ablation_controls.frame_ablated(heads.causal_overview(overview_figure(trace, 0, height=380), trace, period, color),
-                                      "causal_", n_layers, n_heads, ablation.CAUSAL_DEFAULT)
+    ablated = ablation_controls.ablated_heads("causal_", n_layers, n_heads, ablation.CAUSAL_DEFAULT)
+    overview, note = heads.overview(trace, period, color, ablated, clicking)
+    if note:
+        st.caption(note)
+    ablation_controls.ablated_caption(ablated)
     open_head = {"layer_key": "causal_layer", "head_key": "causal_head", "n_heads": n_heads}
     chart(overview, key="causal_overview", selection_mode="points",
           on_select=ablation_controls.tile_callback("causal_overview", open_head, "causal_", n_layers),

@@ -78,20 +78,29 @@ def themed(spec: dict) -> dict:
 
 def figure_json(fig: Any) -> dict:
     """A ``go.Figure`` or a figure dict → JSON-ready dict (numpy arrays as plotly.py's typed arrays)."""
-    if isinstance(fig, Mapping):
-        import plotly.io as pio
-        return json.loads(pio.to_json(dict(fig), validate=False))
-    return json.loads(fig.to_json())
+    return json.loads(_to_json(fig))
 
 
 class Spec(dict):
     """A figure as :func:`chart` sends it (JSON-ready, themed): build one with :func:`spec` inside a cached function, so
-    a rerun that shows the same figure skips building it (plotly.py's objects) and turning it into JSON."""
+    a rerun that shows the same figure skips building it (plotly.py's objects) and turning it into JSON (~30 ms for a
+    64 kB figure here). ``nbytes``: the length of its JSON text (for byte-bounded caches)."""
+    nbytes: int = 0
 
 
 def spec(fig: Any) -> Spec:
     """``fig`` (a ``go.Figure`` or a figure dict) as the JSON :func:`chart` sends."""
-    return Spec(themed(figure_json(fig)))
+    text = _to_json(fig)
+    out = Spec(themed(json.loads(text)))
+    out.nbytes = len(text)
+    return out
+
+
+def _to_json(fig: Any) -> str:
+    if isinstance(fig, Mapping):
+        import plotly.io as pio
+        return pio.to_json(dict(fig), validate=False)
+    return fig.to_json()
 
 
 @functools.cache
