@@ -9,7 +9,8 @@ One session of a fresh ``streamlit run app.py`` per page and size; each interact
 state the session has not seen: not counted), then ``--repeats`` times, alternating between two values.
 **Click → drawn**: from just before the click until the script run (a page or a fragment run) is over and
 the last change anywhere in the page's main area or sidebar (not an open list) has been painted, once it
-stayed quiet for 0.75 s (the quiet wait is not counted). Unlike ``bench_explorer.py`` it does not need a chart to change,
+stayed quiet for 0.75 s (the quiet wait is not counted). "Run over" is when the browser saw that run end: the time
+after it is the browser's drawing alone. Unlike ``bench_explorer.py`` it does not need a chart to change,
 so a tab or a picker that changes only text is timed too. The load average is printed before and after:
 on 2 shared cores it moves every number. ``--compare DIR`` runs a second server from another checkout (e.g.
 ``git archive`` of an older commit) and does every case on both, one after the other, so both see the same load.
@@ -108,7 +109,9 @@ def open_page(page, url: str, timeout_s: float = 300) -> None:
 
 
 def timed(page, action, timeout_s: float = 60, quiet_ms: float = 750) -> float:
-    """Seconds from just before ``action(page)`` until the page settled (see the module docstring)."""
+    """Seconds from just before ``action(page)`` until the page settled (see the module docstring); the seconds until
+    the browser saw the script run end are kept in ``page.run_over`` (where the time goes: before it, the click's
+    trip and the server's run with the browser drawing what it sends; after it, the browser's last drawing)."""
     page.evaluate("window.__clicks.t0 = performance.now()")
     action(page)
     page.mouse.move(2, 700)  # no hover label left over a chart
@@ -118,7 +121,9 @@ def timed(page, action, timeout_s: float = 60, quiet_ms: float = 750) -> float:
         state = page.evaluate("""() => ({clicks: window.__clicks, now: performance.now(), script: document
             .querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state')})""")
         raise RuntimeError(f"not settled in {timeout_s:.0f} s: {state}") from None
-    return page.evaluate("window.__clicks.lastPaint - window.__clicks.t0") / 1e3
+    run_end, last, t0 = page.evaluate("[window.__clicks.runEnd, window.__clicks.lastPaint, window.__clicks.t0]")
+    page.run_over = max(run_end - t0, 0) / 1e3 if run_end >= t0 else float("nan")
+    return (last - t0) / 1e3
 
 
 # --- actions: (repeat index r) → callable(page); values[r % 2], values[0] differing from the page's default ----
@@ -180,6 +185,18 @@ def marker(meta_stage: str, first: int, step: int):
     return act
 
 
+def new_text(texts: tuple[str, str]):
+    """Type ``texts[r % 2]`` into the sidebar's sentences and apply it (Control+Enter); timed from the key press."""
+    def act(r):
+        def do(page):
+            box = page.get_by_role("textbox", name="Sentences (one per line)", exact=True)
+            box.fill(texts[r % 2])
+            page.evaluate("window.__clicks.t0 = performance.now()")  # typed: time the apply only
+            box.press("Control+Enter")
+        return do
+    return act
+
+
 def slider_key(label: str):
     """Move the select slider labelled ``label`` one step left, then back right."""
     def act(r):
@@ -204,7 +221,9 @@ MINILM = [("layer", pick("Layer", ("3", "1"))),
           ("head", pick("Head", ("7", "2"))),
           ("stage", button_in("Stage", ("masked", "weights"))),
           ("overview tile", marker("overview", 13, 5)),
-          ("padding switch (sidebar)", toggle("Padding mask", sidebar=True))]
+          ("padding switch (sidebar)", toggle("Padding mask", sidebar=True)),
+          ("new text (sidebar)", new_text(("The bank of the river was steep.\nA short one.",
+                                           "She sat by the bank and read.\nA short one.")))]
 CASES = [  # (name, path, query, interactions)
     ("explorer, 12 tokens", "/", {"text": TWELVE}, EXPLORER),
     ("explorer, 128 tokens × 12 heads", "/", {"text": LONG, "d_model": 96, "n_heads": 12}, EXPLORER_128),
@@ -215,7 +234,8 @@ CASES = [  # (name, path, query, interactions)
         ("checkpoint", slider_key("Training checkpoint (step)")),
         ("head", pick("Head", ("2", "1")))]),
     ("masks lab", "/masks_lab", {}, [("tab", tab(("Two conventions", "Causal and padding")))]),
-    ("pipeline", "/pipeline", {}, [("tab", tab(("Split heads", "Projections")))]),
+    ("pipeline", "/pipeline", {}, [("tab", tab(("Split heads", "Projections"))),
+                                   ("step tab (attention)", tab(("Attention", "Projections")))]),
 ]
 
 
@@ -253,21 +273,24 @@ def main() -> int:
                 for name, act in acts:
                     try:
                         first = timed(page, act(0))  # values[0]: a state this session has not seen
-                        times = [timed(page, act(r)) for r in range(1, repeats + 1)]
+                        times, runs = [], []
+                        for r in range(1, repeats + 1):
+                            times.append(timed(page, act(r)))
+                            runs.append(page.run_over)
                     except Exception as err:  # one broken interaction does not lose the others
                         print(f"  {label}: {case}: {name}: FAILED {str(err)[:300]}", file=sys.stderr, flush=True)
                         page.keyboard.press("Escape")
                         continue
                     rows.append((label, case, name, first, statistics.median(times), max(times),
-                                 os.getloadavg()[0]))
+                                 statistics.median(runs), os.getloadavg()[0]))
                     print(f"  {label}: {case}: {name}: {statistics.median(times):.2f} s "
                           f"(load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
                 page.close()
     print(f"\nclick → drawn, one session per page, 1280×720, median of {repeats}\n")
-    print("| server | page | interaction | first time (s) | median (s) | max (s) | load after |")
-    print("|---|---|---|---:|---:|---:|---:|")
-    for label, case, name, first, median, worst, load in rows:
-        print(f"| {label} | {case} | {name} | {first:.2f} | {median:.2f} | {worst:.2f} | {load:.1f} |")
+    print("| server | page | interaction | first time (s) | median (s) | max (s) | run over, median (s) | load after |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for label, case, name, first, median, worst, run_over, load in rows:
+        print(f"| {label} | {case} | {name} | {first:.2f} | {median:.2f} | {worst:.2f} | {run_over:.2f} | {load:.1f} |")
     print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 

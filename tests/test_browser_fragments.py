@@ -139,10 +139,31 @@ def test_causal_head_reruns_only_the_head_view(app):
     page, frames = open_page(app, "/causal")
     sent = sent_after(page, frames, pick("Head", "2"), focus_is("weights", 2))
     assert b"Mask the future" not in sent and SIDEBAR not in sent and b"Head scores" not in sent
-    # the page's own mask toggle changes every figure: a full run
+    # the mask toggle and the checkpoint rerun the part below the sequence (every figure), not the page's intro,
+    # sequence controls or sidebar
+    outside = "h1, [data-testid='stTextInput'], [data-testid='stSidebarUserContent']"
+    before = page.evaluate(OUTSIDE, outside)
     sent = sent_after(page, frames, lambda p: p.get_by_test_id("stMain").get_by_text(
         "Mask the future (as trained)", exact=True).click(), "() => document.body.innerText.includes('Causal mask off')")
-    assert b"Mask the future" in sent
+    assert b"Mask the future" in sent and b"Head scores" in sent
+    assert SIDEBAR not in sent and b"New random sequence" not in sent
+    assert page.evaluate(OUTSIDE, outside) == before
+    assert "causal_mask=0" in page.url
+    sent = sent_after(page, frames, lambda p: p.get_by_test_id("stMain").get_by_role("slider").first.press("ArrowLeft"),
+                      "() => location.search.includes('checkpoint=3')")
+    assert SIDEBAR not in sent and b"New random sequence" not in sent and b"Head scores" in sent
+    page.close()
+
+
+def test_masks_lab_tab_reruns_only_the_sections(app):
+    page, frames = open_page(app, "/masks_lab", text=TWELVE)
+    outside = "h1, [data-testid='stSidebarUserContent']"
+    before = page.evaluate(OUTSIDE, outside)
+    sent = sent_after(page, frames, click_tab("Two conventions"),
+                      "() => document.body.innerText.includes('two conventions')")
+    assert SIDEBAR not in sent and b"two conventions" in sent
+    assert page.evaluate(OUTSIDE, outside) == before
+    assert "section=Two+conventions" in page.url or "section=Two%20conventions" in page.url
     page.close()
 
 

@@ -12,9 +12,10 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import MODE_NAMES, controls, file_stem
-from ..shell.chart import chart
+from ..shell import fragments
+from ..shell.chart import Spec, chart, spec
 from ..shell.downloads import download_button
-from ..shell.i18n import N_, _
+from ..shell.i18n import N_, _, language
 
 
 # ------------------------------------------------------------------ causal model
@@ -31,13 +32,23 @@ def _measure(step: int, heads: tuple, mode: str, ref_seed: int | None = None) ->
     return measure(load_causal_model(step), heads, mode="zero" if not heads else mode, reference=reference)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
 def _causal_curve(heads: tuple, mode: str, ref_seed: int | None = None) -> dict:
-    from transformer_core.models.causal import checkpoint_steps
+    """Intact and ablated per checkpoint: one cache hit per run rather than two per checkpoint."""
+    from .compute import log
 
-    steps = checkpoint_steps()
-    with st.spinner(_("Measuring every checkpoint …")):
-        return {"steps": steps,
-                "rows": {s: (_measure(s, (), "zero"), _measure(s, heads, mode, ref_seed)) for s in steps}}
+    steps = log()["checkpoint_steps"]
+    return {"steps": steps, "rows": {s: (_measure(s, (), "zero"), _measure(s, heads, mode, ref_seed)) for s in steps}}
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _curve_figure(heads: tuple, mode: str, ref_seed: int | None, step: int, lang: str) -> Spec:
+    """The induction-accuracy curve with checkpoint ``step`` marked, as chart JSON (its words in ``lang``, a key)."""
+    curve = _causal_curve(heads, mode, ref_seed)
+    steps, rows = curve["steps"], curve["rows"]
+    return spec(figs.causal_figure(steps, [rows[s][0]["accuracy"]["repeat"] for s in steps],
+                                   [rows[s][1]["accuracy"]["repeat"] for s in steps], rows[step][0]["chance"],
+                                   format_heads(heads), step))
 
 
 def reference_control(mode: str) -> int | None:
@@ -67,18 +78,20 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
                  "then another layer-0 head. The sentence mean averages each sequence's own positions, so a causal "
                  "model's later tokens leak into earlier ones; the reference mean does not."))
     heads, mode = controls("causal_", n_layers, n_heads, CAUSAL_DEFAULT)
+    # the overview above frames the ablated heads: when a click here changes them, the whole page reruns
+    fragments.follow("causal_ablation", ablated=tuple(heads))
     ref_seed = reference_control(mode)
     if not heads:
         st.caption(_("Pick heads above to ablate them."))
         return
     text = format_heads(heads)
-    curve = _causal_curve(heads, mode, ref_seed)
+    with st.spinner(_("Measuring every checkpoint …")):
+        curve = _causal_curve(heads, mode, ref_seed)
     steps, rows = curve["steps"], curve["rows"]
     intact, ablated = rows[step]
     fmt = st.session_state.get("shared_image_format", "png")
-    chart(figs.causal_figure(steps, [rows[s][0]["accuracy"]["repeat"] for s in steps],
-                             [rows[s][1]["accuracy"]["repeat"] for s in steps], intact["chance"], text, step),
-          key="causal_ablate_curve", config=chart_config(f"ablation_{file_stem(heads)}_induction", fmt))
+    chart(_curve_figure(heads, mode, ref_seed, step, language()), key="causal_ablate_curve",
+          config=chart_config(f"ablation_{file_stem(heads)}_induction", fmt))
     frame = pd.DataFrame([{N_("model"): name, N_("loss first period"): m["loss"]["first"],
                            N_("loss repeat"): m["loss"]["repeat"], N_("accuracy first period"): m["accuracy"]["first"],
                            N_("induction accuracy"): m["accuracy"]["repeat"]}

@@ -18,6 +18,7 @@ from transformer_core.analysis.value_norms import with_norms
 from transformer_core.records.trace import Trace
 
 from ..shell.cache import memo
+from ..shell.chart import Spec, spec
 from ..shell.i18n import _
 
 VOCAB = CAUSAL_CONFIG.vocab_size
@@ -50,6 +51,13 @@ def detect_period(ids: list[int]) -> int | None:
         if all(ids[i] == ids[i - p] for i in range(p, len(ids))):
             return p if len(ids) - p >= 2 else None
     return None
+
+
+@st.cache_resource(show_spinner=False)
+def log() -> dict:
+    """The committed training record (:func:`~transformer_core.models.causal.training_log`), read once per process
+    and shared (read it, never change it); an ``OSError`` is raised, not cached."""
+    return training_log()
 
 
 @memo("causal_trace")
@@ -94,11 +102,10 @@ def future_share(trace: Trace) -> float:
 
 
 @st.cache_data(show_spinner=False)
-def loss_curve(step: int, lang: str = "en") -> go.Figure:
-    """The committed training loss per step (and a 50-step running mean), with checkpoint ``step`` marked; its words
-    in ``lang`` (part of the cache key)."""
-    log = training_log()
-    losses = np.asarray(log["losses"])
+def loss_curve(step: int, lang: str = "en") -> Spec:
+    """The committed training loss per step (and a 50-step running mean), with checkpoint ``step`` marked, as chart
+    JSON (built once per checkpoint and language, not on every run); its words in ``lang`` (part of the cache key)."""
+    losses = np.asarray(log()["losses"])
     smooth = np.convolve(losses, np.ones(50) / 50, mode="valid")
     fig = go.Figure()
     fig.add_scatter(x=np.arange(len(losses)), y=losses, mode="lines", name=_("loss per step", lang),
@@ -110,7 +117,7 @@ def loss_curve(step: int, lang: str = "en") -> go.Figure:
     fig.update_layout(height=260, margin=dict(l=50, r=10, t=30, b=40), xaxis_title=_("training step", lang),
                       yaxis_title=_("loss (nats)", lang), legend=dict(orientation="h", y=1.15, x=0),
                       meta={"stage": "loss_curve", "step": step})
-    return fig
+    return spec(fig)
 
 
 @memo("causal_trace")

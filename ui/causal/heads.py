@@ -7,10 +7,13 @@ import streamlit as st
 
 from transformer_core.analysis.head_types import SCORES, SOURCES, head_types
 from transformer_core.figures.moves import score_overlay
+from transformer_core.figures.overview import mark_ablated, overview_figure
 from transformer_core.records.trace import Trace
 
 from ..parts import head_view, trace_tables
 from ..parts.moves_panels import norms_panel
+from ..shell.cache import per_trace
+from ..shell.chart import spec
 from ..shell.i18n import N_, _
 from .compute import sequence_scores
 
@@ -21,12 +24,13 @@ PERIOD_SOURCES = {  # the page's own scores (the "Head scores" table's): which d
 }
 
 
-def causal_overview(fig, trace: Trace, period: int | None, color: str):
-    """The causal page's overview faded by ``color``. Previous-token and induction are the page's own scores
-    (:func:`ui.causal.compute.sequence_scores`: key = query − 1, key = query − period + 1); the others are
-    :mod:`~transformer_core.analysis.head_types`'s (TransformerLens's duplicate-token pattern, self, broadness)."""
+def causal_overview(fig, trace: Trace, period: int | None, color: str) -> tuple:
+    """The causal page's overview faded by ``color``, and the caption to show under its controls (or None).
+    Previous-token and induction are the page's own scores (:func:`ui.causal.compute.sequence_scores`: key = query − 1,
+    key = query − period + 1); the others are :mod:`~transformer_core.analysis.head_types`'s (TransformerLens's
+    duplicate-token pattern, self, broadness). Draws nothing itself, so the figure can be cached."""
     if color == "none":
-        return fig
+        return fig, None
     if color in ("previous_token", "induction"):
         scores = np.array(sequence_scores(trace, period)[color], dtype=float)  # [layer][head]; None without a period
         source = PERIOD_SOURCES[color]
@@ -43,11 +47,23 @@ def causal_overview(fig, trace: Trace, period: int | None, color: str):
         else:
             why = _("the sequence is too short for its period: an induction score needs at least {need} tokens "
                     "(the period, {period}, and two more); it has {n}").format(need=period + 2, period=period, n=n)
-        st.caption(_("No {score} score: {why}.").format(score=_(SCORES[color]), why=why))
-        return fig
-    st.caption(_("Tiles fade as their **{score}** score on this sequence ({source}) falls; a red frame marks 0.25 or "
-                 "more (thicker = higher).").format(score=_(SCORES[color]), source=_(source)))
-    return score_overlay(fig, np.nan_to_num(scores), SCORES[color], source)
+        return fig, _("No {score} score: {why}.").format(score=_(SCORES[color]), why=why)
+    note = _("Tiles fade as their **{score}** score on this sequence ({source}) falls; a red frame marks 0.25 or "
+             "more (thicker = higher).").format(score=_(SCORES[color]), source=_(source))
+    return score_overlay(fig, np.nan_to_num(scores), SCORES[color], source), note
+
+
+def overview(trace: Trace, period: int | None, color: str, ablated: tuple, clicking: bool) -> tuple:
+    """``(chart JSON, caption or None)`` of the causal page's overview: faded by ``color``, the ``ablated`` heads
+    framed (``clicking``: the hover says a click ablates). Built once per trace and choice, then shared
+    (:func:`ui.shell.cache.per_trace`): the figure (its shapes above all) is slow to build in plotly.py."""
+    def build():
+        fig, note = causal_overview(overview_figure(trace, 0, height=380), trace, period, color)
+        if ablated or clicking:
+            fig = mark_ablated(fig, ablated, clicking)
+        return spec(fig), note
+
+    return per_trace(trace, ("causal_overview", period, color, ablated, clicking), build)
 
 
 def causal(trace: Trace, step: int, n_layers: int, n_heads: int) -> None:

@@ -16,10 +16,10 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
-from ..shell.chart import chart
+from ..shell.chart import Spec, chart, spec
 from ..shell.downloads import download_button
 from ..shell.cache import memo
-from ..shell.i18n import N_, _
+from ..shell.i18n import N_, _, language
 from ..shell.url import bind_url
 
 TEMPERATURES = (0.01, 0.05, 0.1, 0.2, 0.5, 0.7, 1.0, 1.5, 2.0, 5.0, 10.0, 100.0)
@@ -40,6 +40,14 @@ def _sample(ids: tuple[int, ...], step: int, temperature: float, k: int, p: floa
     room = model.config.max_positions
     prompt = list(ids[:max(1, room - N_NEW)])
     return sample(model, prompt, N_NEW, temperature=temperature, k=k, p=p, seed=seed)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def _sample_figure(ids: tuple[int, ...], step: int, temperature: float, k: int, p: float | None, seed: int,
+                   period: int | None, lang: str) -> tuple[dict, Spec]:
+    """The seeded sample and its loss figure as chart JSON, built once per choice (``lang``: the figure's words)."""
+    drawn = _sample(ids, step, temperature, k, p, seed)
+    return drawn, spec(figs.sample_figure(drawn["ids"], drawn["loss"], drawn["n_prompt"], period))
 
 
 def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None:
@@ -91,8 +99,8 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
                   "tokens). The line is the model's loss at every position: high on the first period, low on the "
                   "repeat — and on the sampled tokens, when they continue the repetition."))
     seed = st.number_input(_("Sampling seed"), 0, 999, key="causal_sample_seed")
-    drawn = _sample(tuple(ids), step, t, k, p, int(seed))
+    drawn, sampled = _sample_figure(tuple(ids), step, t, k, p, int(seed), period, language())
     new = drawn["ids"][drawn["n_prompt"]:]
     st.code(" ".join(map(str, drawn["ids"][:drawn["n_prompt"]])) + "  →  " + " ".join(map(str, new)), language=None)
-    chart(figs.sample_figure(drawn["ids"], drawn["loss"], drawn["n_prompt"], period), key="causal_sample",
+    chart(sampled, key="causal_sample",
           config=chart_config(f"sample_seed{seed}_T{_text(t)}", fmt))

@@ -75,10 +75,15 @@ def frame_ablated(fig, prefix: str, n_layers: int, n_heads: int, default: tuple[
     clicking = bool(st.session_state.get(f"{prefix}ablate_click"))
     if (ablated := ablated_heads(prefix, n_layers, n_heads, default)) or clicking:
         fig = mark_ablated(fig, ablated, clicking)
+    ablated_caption(ablated)
+    return fig
+
+
+def ablated_caption(ablated: tuple) -> None:
+    """Under an overview whose ``ablated`` heads are framed: a caption naming them (nothing when there are none)."""
     if ablated:
         st.caption(_("Dashed frames: the heads ablated in “What a head does” below ({heads}). The overview shows them "
                      "intact.").format(heads=plain(format_heads(ablated, ", "))))
-    return fig
 
 
 def click_toggle(prefix: str) -> bool:

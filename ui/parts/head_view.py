@@ -17,7 +17,7 @@ from transformer_core.figures.heads import heads_figure, picked_head
 from transformer_core.figures.slide import describe
 from transformer_core.records.trace import PATTERN_STAGES, Trace
 
-from ..shell.chart import chart
+from ..shell.chart import chart, spec
 from ..shell import cache
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url, fallback, value
@@ -214,9 +214,10 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                     _("All {h} heads, same colours. **Click a tile's centre** to focus that head.")).format(h=data.shape[1]))
         n_cols = 4 if data.shape[1] > 2 else data.shape[1]
         # the focused head's tile is framed: the figure is resent when the head changes (one small chart)
-        tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols, head), lambda: heads_figure(
+        # kept as chart JSON (ui/shell/chart.Spec): a rerun showing the same tiles neither builds nor serialises them
+        tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols, head), lambda: spec(heads_figure(
             trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=66,
-            focus=head))
+            focus=head)))
         tiles_key = f"{key_prefix}tiles_{stage}_{layer}"
         chart(tiles, key=tiles_key, on_select=lambda: _focus_head(tiles_key, f"{key_prefix}head"),
               selection_mode="points",
@@ -239,7 +240,9 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                                                            title=title, row_scale=scale == "row", cell=cell,
                                                            square=square, source=[describe(trace, batch, 48)], **size))
         focus_key = f"{key_prefix}focus"
-        chart(fig, key=focus_key, selection_mode="points",
+        shown = cache.per_trace(trace, ("focus JSON", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
+                                lambda: spec(fig))
+        chart(shown, key=focus_key, selection_mode="points",
               on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
               config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
                                           fmt))
@@ -248,9 +251,9 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                          "in; double-click to zoom out.").format(n=n, k=every))
     if all_large:
         st.markdown("##### " + _("All heads of {name}, large").format(name=name))
-        big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: heads_figure(
+        big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: spec(heads_figure(
             trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=2, tile_px=380,
-            labels=True))
+            labels=True)))
         chart(big, key=f"{key_prefix}all_large", config=figures.chart_config(
             figures.figure_filename(stage, None, layer, trace.tokens[batch]), fmt))
     if explain and all(name in trace.stages or f"layers.{layer}.attention.{name}" in trace.stages

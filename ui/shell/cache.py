@@ -165,7 +165,12 @@ def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:
 
 def figure_nbytes(fig) -> int:
     """Approximate bytes of a Plotly figure: its traces' arrays (z, x, y, customdata, text) plus a
-    fixed 20 kB for the objects around them."""
+    fixed 20 kB for the objects around them; a figure already turned into JSON (:class:`ui.shell.chart.Spec`) by
+    the length of its JSON text; a tuple by its parts."""
+    if isinstance(fig, dict):
+        return 20_000 + int(getattr(fig, "nbytes", 0))
+    if isinstance(fig, tuple):  # a figure with what goes with it (a caption)
+        return sum(figure_nbytes(x) if hasattr(x, "data") or isinstance(x, dict) else nbytes(x) for x in fig)
     total = 20_000
     for trace in fig.data:
         for attr in ("z", "x", "y", "customdata", "text", "hovertext"):
