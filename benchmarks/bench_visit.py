@@ -34,6 +34,7 @@ import contextlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import urllib.parse
 from pathlib import Path
@@ -187,6 +188,24 @@ def visit(b, url: str) -> dict:
         ctx.close()
 
 
+def report(rows: list, args, repeats: int) -> None:
+    print(f"\nfirst visit, fresh browser context, {'through nginx' if args.nginx else 'direct'}, "
+          f"1280×720, median of {repeats}\n")
+    floor = next((m["first"] for label, _n, m, _w, _l in rows if label == "bare HTML"), None)
+    print("| server | page | first heatmap (s) | settled (s) | settled max (s) | × bare | charts | ws msgs | ws sent "
+          "| ws KB | JS KB | JS files | CSS KB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for label, name, m, worst, last in rows:
+        ratio = f"{m['settled'] / floor:.1f}" if floor else "–"
+        print(f"| {label} | {name} | {m['first']:.2f} | {m['settled']:.2f} | {worst:.2f} | {ratio} | {last['charts']} "
+              f"| {m['received']:.0f} | {m['sent']:.0f} | {m['ws_bytes'] / 1e3:.0f} | {m['js'] / 1e3:.0f} "
+              f"| {m['js_files']:.0f} | {m['css'] / 1e3:.0f} |")
+    if args.chunks:
+        for label, name, _m, _worst, last in rows:
+            print(f"\n{label} · {name}: largest scripts (KB as transferred): "
+                  + ", ".join(f"{n} {size / 1e3:.0f}" for size, n in last["scripts"][:8]))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=positive, default=5)
@@ -214,7 +233,7 @@ def main() -> int:
     repeats = 1 if args.quick else args.repeats
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     rows = []
-    with contextlib.ExitStack() as stack:
+    with contextlib.suppress(subprocess.TimeoutExpired), contextlib.ExitStack() as stack:  # a server slow to stop
         servers = {"this": stack.enter_context(server(args.nginx))}
         if args.compare:
             servers = {"compared": stack.enter_context(server_at(args.compare)), **servers}
@@ -238,22 +257,8 @@ def main() -> int:
                 med = {k: statistics.median(r[k] for r in rs)
                        for k in ("first", "settled", "received", "sent", "ws_bytes", "js", "css", "js_files")}
                 rows.append((label, name, med, max(r["settled"] for r in rs), rs[-1]))
-    print(f"\nfirst visit, fresh browser context, {'through nginx' if args.nginx else 'direct'}, "
-          f"1280×720, median of {repeats}\n")
-    floor = next((m["first"] for label, _n, m, _w, _l in rows if label == "bare HTML"), None)
-    print("| server | page | first heatmap (s) | settled (s) | settled max (s) | × bare | charts | ws msgs | ws sent "
-          "| ws KB | JS KB | JS files | CSS KB |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for label, name, m, worst, last in rows:
-        ratio = f"{m['settled'] / floor:.1f}" if floor else "–"
-        print(f"| {label} | {name} | {m['first']:.2f} | {m['settled']:.2f} | {worst:.2f} | {ratio} | {last['charts']} "
-              f"| {m['received']:.0f} | {m['sent']:.0f} | {m['ws_bytes'] / 1e3:.0f} | {m['js'] / 1e3:.0f} "
-              f"| {m['js_files']:.0f} | {m['css'] / 1e3:.0f} |")
-    if args.chunks:
-        for label, name, _m, _worst, last in rows:
-            print(f"\n{label} · {name}: largest scripts (KB as transferred): "
-                  + ", ".join(f"{n} {size / 1e3:.0f}" for size, n in last["scripts"][:8]))
-    print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
+        report(rows, args, repeats)  # before the servers stop: a slow stop must not lose the table
+        print(f"\nload average at end: {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
 if __name__ == "__main__":
