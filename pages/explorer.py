@@ -9,6 +9,7 @@ from ui.explorer import traces, variants
 from ui.parts import head_view, moves_panels, toy_compute, trace_tables
 from ui.shell import controls
 from ui.shell.i18n import _
+from ui.shell.lazy import lazy_expander
 
 settings = controls.current()
 st.title(_("Attention Explorer"))
@@ -26,9 +27,12 @@ main, extras = st.container(), st.container()  # figures first; today's attentio
 with extras:
     st.divider()
     variant_box = st.container()  # below the figures: the focused head stays in the first screen at 1280×720
-    box = st.expander(_("Tokens, downloads and reopening a saved trace"), icon=":material/table:")
+    # lazy (``.open``): its token table, a data grid, is built and sent only once opened (a first visit does not load
+    # the grid's code for a box nobody opened); ``?tables=1`` keeps it open on a rerun and in a copied link
+    box = lazy_expander(_("Tokens, downloads and reopening a saved trace"), key="explorer_tables", url="tables",
+                        icon=":material/table:")
 tables = box.container()
-with box:
+with box:  # the uploader is drawn closed too: a file uploaded stays shown when the box is closed again
     trace = traces.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
 if trace is not None:  # said above the figures too: the sidebar's sentences and masks no longer apply
     main.info(_("Showing an uploaded trace: its own sentences, masks and sizes, not the sidebar's. Remove the file "
@@ -56,7 +60,8 @@ with main:
                    key_prefix="explorer_", explain=stage != "norms")
     if stage == "norms":
         moves_panels.norms_panel(trace, batch=batch, layer=0, head=head, key_prefix="explorer_")  # factors, then explain
-with tables:
-    trace_tables.token_table(trace)
-    trace_tables.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")
-    trace_tables.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")
+if box.open:
+    with tables:
+        trace_tables.token_table(trace)
+        trace_tables.stage_csv(trace, stage, batch=batch, key_prefix="explorer_")
+        trace_tables.trace_downloads(trace, batch=batch, stages=STAGES, key_prefix="explorer_")

@@ -18,6 +18,7 @@ from ui.parts.labels import and_list, sentence_label
 from ui.parts.numbers import number
 from ui.shell import callbacks, controls, fragments, url
 from ui.shell.i18n import _, language, ngettext
+from ui.shell.lazy import lazy_expander
 
 N_LAYERS, N_HEADS = 6, 12
 ss = st.session_state
@@ -49,8 +50,9 @@ sentences_shown = [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.leng
 labels = tuple(sentence_label(b, text, 60) for b, text in enumerate(sentences_shown))
 # widget callbacks from ui.shell.callbacks, never this page's functions (they would keep this run alive)
 open_head = dict(layer_key="minilm_layer", head_key="minilm_head", n_heads=N_HEADS)
-url.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0, labels=labels)
-url.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
+with url.batch():  # one message for both (issue 37)
+    url.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0, labels=labels)
+    url.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
 pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")
 batch = pick.selectbox(_("Sentence"), range(len(sentences_shown)), key="minilm_batch",
                        format_func=partial(callbacks.label_of, labels),
@@ -154,5 +156,7 @@ st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "m
 moves.sections(trace, sentences, settings.padding, batch, color)  # ?view=rollout|flow, ?pair=i,j, head types
 ablation.minilm_section(sentences, settings.padding, batch, labels)
 
-with st.expander(_("Tokens of every sentence"), icon=":material/table:"):
-    trace_tables.token_table(trace)
+tokens_box = lazy_expander(_("Tokens of every sentence"), key="minilm_tokens", url="tokens", icon=":material/table:")
+if tokens_box.open:  # its data grid is sent only once opened (ui/shell/lazy.py)
+    with tokens_box:
+        trace_tables.token_table(trace)

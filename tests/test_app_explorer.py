@@ -196,7 +196,7 @@ def test_seed_changes_the_numbers():
 
 
 def test_every_stage_offers_csv_and_the_page_offers_json_and_html():
-    at = run(text="the cat saw the cat")
+    at = run(text="the cat saw the cat", tables="1")  # in the box of tokens and downloads, open
     labels = [b.proto.label for b in at.get("download_button")]
     assert sum("CSV" in label for label in labels) == 1  # the shown stage, every head
     assert any("JSON" in label for label in labels) and any("HTML" in label for label in labels)
@@ -208,3 +208,53 @@ def test_camera_button_format_follows_the_sidebar_choice():
     chart = charts(at)[0].proto
     assert '"format": "svg"' in chart.config.replace('":"', '": "') and "weights" in json.dumps(
         [json.loads(c.proto.config) for c in charts(at)])
+
+
+def test_the_closed_box_of_tokens_and_downloads_sends_no_table_until_opened():
+    """Issue 37: a collapsed expander's data grid is not built or sent (a first visit loaded ~1.2 MB of grid code
+    for it); opening the box reruns the page with it, and ``?tables=1`` keeps it open (a rerun, a copied link)."""
+    at = run(text="the cat saw the cat")
+    box = next(e for e in at.expander if e.label.startswith("Tokens, downloads"))
+    assert at.query_params["tables"] == "0" and not at.get("download_button")
+    assert not [d for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]
+    assert not at.dataframe  # none at all on a first visit: the explain panel's first step is a Markdown table
+    assert at.get("file_uploader")  # drawn closed too: an uploaded trace stays while the box is closed
+    at.session_state["explorer_tables"] = True  # what opening the box does
+    at.run()
+    assert not at.exception and at.query_params["tables"] == "1" and box.label
+    assert [d for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]] and at.get("download_button")
+    at = run(text="the cat saw the cat", tables="1")  # a link with the box open
+    assert [d for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]
+
+
+def test_the_focused_head_is_sent_before_the_tiles_and_the_explain_panel(monkeypatch):
+    """Issue 37: the focused head's chart is drawn (so sent) first, before the tiles and the explain panel; each is
+    placed by its column, not by the order the elements arrive in."""
+    from ui.parts import explain_panel, head_view
+
+    order = []
+    chart = head_view.chart
+    monkeypatch.setattr(head_view, "chart", lambda fig, key, **kw: (order.append(key), chart(fig, key=key, **kw))[1])
+    first_line, show = explain_panel.first_line, explain_panel.show
+    monkeypatch.setattr(explain_panel, "first_line", lambda *a, **kw: (order.append("answer"), first_line(*a, **kw))[1])
+    monkeypatch.setattr(explain_panel, "show", lambda *a, **kw: (order.append("explain"), show(*a, **kw))[1])
+    run(text="the cat saw the cat")
+    assert order == ["explorer_focus", "answer", "explorer_tiles_weights_0", "explain"], order
+
+
+def test_a_batch_of_url_bindings_changes_the_address_once(monkeypatch):
+    """Issue 37: Streamlit sends a message for every change of ``st.query_params``; the bindings inside
+    ``url.batch()`` write theirs in one update (a first visit of the explorer sent 17 such messages)."""
+    from streamlit.runtime.state.query_params import QueryParams
+
+    sent = []
+    send = QueryParams._send_query_param_msg
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg",
+                        lambda self: (sent.append(dict(self._query_params)), send(self))[1])
+    at = new_app(text="the cat sat", stage="scores").run()
+    assert not at.exception
+    assert at.query_params["stage"] == "scores" and at.query_params["head"] == "0" and at.query_params["q"] == "0"
+    # the head view's stage, head, scale and all come in one message, the explained cell's q and k in one
+    assert not any(("head" in a) != ("scale" in a) for a in sent), sent
+    assert not any(("q" in a) != ("k" in a) for a in sent), sent
+    assert len(sent) <= 8, len(sent)

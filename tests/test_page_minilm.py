@@ -289,3 +289,19 @@ def test_up_to_512_tokens_overview_pooled_and_the_open_head_at_full_resolution()
     assert ov["n"] == 512 and ov["pool"] == 16 and ov["tile"] == 32
     assert not any("built-in example" in c.value for c in at.caption)  # a long text is used alone
     assert sum(len(c.proto.spec) for c in charts(at)) < 4.5e6  # 512² float32 focus ≈ 1.4 MB of it
+
+
+@needs_minilm
+def test_the_closed_tokens_box_sends_no_table_until_opened():
+    """Issue 37: "Tokens of every sentence" is a lazy expander: closed, its data grid is not built or sent; opened
+    (or ``?tokens=1``), the page reruns with it."""
+    def token_tables(at):
+        return [d.value for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]
+
+    at = open_page(text=ONE)
+    assert at.query_params["tokens"] == "0" and not token_tables(at)
+    at.session_state["minilm_tokens"] = True  # what opening the box does
+    at.run()
+    assert not at.exception and at.query_params["tokens"] == "1"
+    assert list(token_tables(at)[0].iloc[0][:3]) == ["[CLS]", "the", "cat"]
+    assert token_tables(open_page(text=ONE, tokens="1"))  # a link with the box open

@@ -33,7 +33,7 @@ def upload(monkeypatch, data: bytes | str, **query):
     """Run the explorer with ``data`` in the trace uploader; no exception element allowed."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     monkeypatch.setattr(st, "file_uploader", lambda *args, **kwargs: io.BytesIO(raw))
-    at = new_app(**query).run()
+    at = new_app(**{"tables": "1", **query}).run()  # the box with the token table open (?tables=1)
     assert not at.exception, [e.message for e in at.exception]
     return at
 

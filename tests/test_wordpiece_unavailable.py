@@ -58,7 +58,7 @@ def test_every_page_runs_without_the_tokenizer(no_wordpiece, page):
 
 
 def test_the_explorer_shows_word_level_tokens_instead(no_wordpiece):
-    at = new_app(tokenizer="wordpiece", text=TEXT).run()
+    at = new_app(tokenizer="wordpiece", text=TEXT, tables="1").run()  # the token table's box open
     assert not at.exception
     _note(at)
     table = next(d.value for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"])
@@ -80,7 +80,7 @@ def test_the_lessons_run_on_word_level_tokens_too(no_wordpiece):
 
 def test_with_the_tokenizer_there_is_no_note():
     tokenize.load_wordpiece.cache_clear()
-    at = new_app(tokenizer="wordpiece", text=TEXT).run()
+    at = new_app(tokenizer="wordpiece", text=TEXT, tables="1").run()  # the token table's box open
     assert not at.exception
     assert not [w.value for w in at.warning if "WordPiece" in w.value]
     table = next(d.value for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"])

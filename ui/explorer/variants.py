@@ -12,7 +12,7 @@ from transformer_core.nn.config import divisors
 from ..parts.window_mask import convention
 from ..shell.controls import MAX_TOKENS, Settings
 from ..shell.i18n import _
-from ..shell.url import bind_url
+from ..shell.url import batch, bind_url
 
 MAX_SINKS = 8
 
@@ -31,9 +31,10 @@ def controls(settings: Settings) -> Variant:
     ``n_kv_heads`` defaults to ``n_heads`` and a window to off, so a link without them shows the numbers it did."""
     h = settings.n_heads
     choices = divisors(h)
-    n_kv = bind_url("explorer_n_kv_heads", "n_kv_heads", choices, h)
-    window = bind_url("explorer_window", "window", range(MAX_TOKENS + 1), 0)
-    sinks = bind_url("explorer_sinks", "sinks", range(MAX_SINKS + 1), 0)
+    with batch():  # one message for the three (issue 37)
+        n_kv = bind_url("explorer_n_kv_heads", "n_kv_heads", choices, h)
+        window = bind_url("explorer_window", "window", range(MAX_TOKENS + 1), 0)
+        sinks = bind_url("explorer_sinks", "sinks", range(MAX_SINKS + 1), 0)
     changed = n_kv != h or window > 0
     names = {n: (_("{n} (multi-query: one K/V head for all)").format(n=n) if n == 1 and h > 1 else
                  _("{n} (multi-head: one K/V head per query head)").format(n=n) if n == h else

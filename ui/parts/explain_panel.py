@@ -103,13 +103,24 @@ def _score_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix
     tutorial_lines.show("scores")
     st.latex(rf"s_{{{query},{key}}} = \frac{{q_{{{query}}} \cdot k_{{{key}}}}}{{\sqrt{{d_k}}}}"
              rf" = \frac{{{number(e.dot, '.4f')}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{number(e.dot, '.4f')}}}{{{number(e.scale, '.4f')}}} = {number(e.score, '.4f')}")
-    # one row per dimension (reads down, never sideways at d_k = 64); text, not a Styler (cheap to send)
-    qk = pd.DataFrame({f"q ({query}: {tokens[query]})": e.q, f"k ({key}: {tokens[key]})": e.k, "q × k": e.products},
-                      index=[f"d{d}" for d in range(e.d_k)])
-    st.dataframe(qk.map(lambda v: f"{number(v, '.4f')}"), key=f"{key_prefix}explain_qk", height=min(320, 38 + 35 * e.d_k))
+    # one row per dimension (reads down, never sideways at d_k = 64), as a Markdown table in a box that scrolls past
+    # 8 rows: this tab is open on a first visit, and a data grid here loaded ~1.2 MB of grid code for a table below
+    # the first screen (issue 37); Markdown's code is loaded already
+    head = ["", f"q ({plain(f'{query}: {tokens[query]}')})", f"k ({plain(f'{key}: {tokens[key]}')})", "q × k"]
+    rows = [[f"d{d}", *(number(v, ".4f") for v in (e.q[d], e.k[d], e.products[d]))] for d in range(e.d_k)]
+    box = st.container(height=320, key=f"{key_prefix}explain_qk") if e.d_k > 8 else st.container(
+        key=f"{key_prefix}explain_qk")
+    box.markdown(markdown_table(head, rows))
     st.caption(_("Sum of the {d_k} products = {dot}; divided by √{d_k} = {scale}. The raw-scores figure shows "
                  "{captured}.").format(d_k=e.d_k, dot=number(e.dot, ".4f"), scale=number(e.scale, ".4f"),
                                        captured=number(e.captured_score, ".4f")))
+
+
+def markdown_table(head: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table, numbers right-aligned after the first column; ``head`` and cells are Markdown already
+    (user text through :func:`~ui.shell.markdown.plain`)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join([":---"] + ["---:"] * (len(head) - 1)) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 def _key_column(tokens, key: int) -> list[str]:

@@ -20,7 +20,7 @@ from transformer_core.records.trace import PATTERN_STAGES, Trace
 from ..shell.chart import chart, spec
 from ..shell import cache
 from ..shell.i18n import N_, _
-from ..shell.url import bind_url, fallback, value
+from ..shell.url import batch as url_batch, bind_url, fallback, value
 from . import explain_panel
 from .labels import sentence_label
 from .trace_tables import FORMULAS, STAGE_HELP, shape_text
@@ -41,6 +41,12 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     A sentence picker (``?sentence=``) is shown when ``sentences`` has more than one, a layer
     picker (``?layer=``) when ``n_layers > 1``; otherwise both are 0.
     """
+    with url_batch():  # the URL's stage, head, scale, all, sentence and layer: one message (issue 37)
+        return _controls(n_heads, key_prefix, stages, n_layers, sentences)
+
+
+def _controls(n_heads: int, key_prefix: str, stages: tuple[str, ...], n_layers: int,
+              sentences: list[str] | None) -> tuple[str, int, int, int, str, bool]:
     stage_key, head_key = f"{key_prefix}stage", f"{key_prefix}head"
     bind_url(stage_key, "stage", stages, "weights")
     bind_url(head_key, "head", range(n_heads), 0)
@@ -88,8 +94,9 @@ def chosen_cell(trace: Trace, batch: int, key_prefix: str) -> tuple[int, int]:
     """``(query, key)`` of the explained cell (``?q=&k=``, a click or the pickers), bound before the figure is drawn."""
     tokens = trace.tokens[batch]
     options = [f"{i}: {t}" for i, t in enumerate(tokens)]
-    for name in ("q", "k"):
-        bind_url(f"{key_prefix}{name}", name, range(len(tokens)), 0, labels=options)
+    with url_batch():
+        for name in ("q", "k"):
+            bind_url(f"{key_prefix}{name}", name, range(len(tokens)), 0, labels=options)
     # value(): a moved session's first run may not have these keys yet (ui/shell/url.fallback)
     return int(value(f"{key_prefix}q") or 0), int(value(f"{key_prefix}k") or 0)
 
@@ -201,6 +208,29 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     where = _layout(wide, key_prefix)
     opened = st.session_state.pop(f"_{key_prefix}tile_opened", False)  # this run's only: read, even with no answer
     st.html(figures.SCREEN_ONLY_CSS)  # the selection frames on screen; saved images stay clean (issue 34)
+    # the focused head first (issue 37): its chart and caption are sent before the options, the answer, the tiles and
+    # the formula (each goes to its own place of the layout above, whatever the order they are sent in)
+    with where["focus"]:
+        kv = trace_kv_heads(trace.settings, data.shape[1])  # shared key/value heads: named, as on the tiles
+        title = title_prefix + (_("head {head} · KV {kv} · {name}").format(head=head, kv=kv[head], name=name) if kv
+                                else _("head {head} · {name}").format(head=head, name=name))
+        size = dict(height=figures.wide_height(n), width_px=700) if wide else {}
+        square = stage in PATTERN_STAGES
+        fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
+                              lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,
+                                                           zrange=zrange, hide_keys=hide_keys, fixed=fixed,
+                                                           title=title, row_scale=scale == "row", cell=cell,
+                                                           square=square, source=[describe(trace, batch, 48)], **size))
+        focus_key = f"{key_prefix}focus"
+        shown = cache.per_trace(trace, ("focus JSON", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
+                                lambda: spec(fig))
+        chart(shown, key=focus_key, selection_mode="points",
+              on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
+              config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
+                                          fmt))
+        if wide and (every := figures.labelled_every(fig)) > 1:
+            st.caption(_("{n} tokens: one position in {k} is labelled (hover names each cell). Drag over the figure to zoom "
+                         "in; double-click to zoom out.").format(n=n, k=every))
     with where["options"]:
         _view_options(key_prefix, wide)
     if cell is not None:
@@ -228,27 +258,6 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         st.markdown(f"`{shape_text(stage, data.shape)}`  \n{_(STAGE_HELP[stage]) if stage in STAGE_HELP else ''}")
         if stage == "masked_scores" and trace.visible(batch).all() and hide_keys is None:
             st.caption(_("No cell of this sentence is masked (causal mask off, no [PAD]): masked scores = raw scores."))
-    with where["focus"]:
-        kv = trace_kv_heads(trace.settings, data.shape[1])  # shared key/value heads: named, as on the tiles
-        title = title_prefix + (_("head {head} · KV {kv} · {name}").format(head=head, kv=kv[head], name=name) if kv
-                                else _("head {head} · {name}").format(head=head, name=name))
-        size = dict(height=figures.wide_height(n), width_px=700) if wide else {}
-        square = stage in PATTERN_STAGES
-        fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
-                              lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,
-                                                           zrange=zrange, hide_keys=hide_keys, fixed=fixed,
-                                                           title=title, row_scale=scale == "row", cell=cell,
-                                                           square=square, source=[describe(trace, batch, 48)], **size))
-        focus_key = f"{key_prefix}focus"
-        shown = cache.per_trace(trace, ("focus JSON", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
-                                lambda: spec(fig))
-        chart(shown, key=focus_key, selection_mode="points",
-              on_select=lambda: explain_panel.pick_cell(focus_key, f"{key_prefix}q", f"{key_prefix}k"),
-              config=figures.chart_config(figures.figure_filename(stage, head, layer, trace.tokens[batch]),
-                                          fmt))
-        if wide and (every := figures.labelled_every(fig)) > 1:
-            st.caption(_("{n} tokens: one position in {k} is labelled (hover names each cell). Drag over the figure to zoom "
-                         "in; double-click to zoom out.").format(n=n, k=every))
     if all_large:
         st.markdown("##### " + _("All heads of {name}, large").format(name=name))
         big = cache.per_trace(trace, ("large", stage, batch, layer, zrange, hidden), lambda: spec(heads_figure(

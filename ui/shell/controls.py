@@ -266,10 +266,10 @@ def sidebar(page: str = "") -> Settings:
     for note in ss.pop("_url_notes", []) + ([ss.pop("_heads_note")] if "_heads_note" in ss else []):
         st.warning(note, icon=":material/warning:")
     values = {k: ss[f"shared_{k}"] for k in DEFAULTS}
-    # key by key: a page's own view parameters (stage, head, …) stay in the URL beside these
-    for key, value in to_query_params(values).items():
-        if st.query_params.get(key) != value:
-            st.query_params[key] = value
+    # key by key: a page's own view parameters (stage, head, …) stay in the URL beside these; one update, one message
+    changed = {key: value for key, value in to_query_params(values).items() if st.query_params.get(key) != value}
+    if changed:
+        st.query_params.update(changed)
     sentences, notes = split_sentences(values["text"])
     for note in notes:
         st.info(note, icon=":material/content_cut:")

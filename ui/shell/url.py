@@ -1,7 +1,9 @@
 """URL binding of a page's own widgets (``?stage=…``, ``?head=…``): read on a fresh session, written back on every run."""
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 
 import streamlit as st
@@ -122,8 +124,31 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
         ss[key] = default
     value = ss.setdefault(key, default)
     if st.query_params.get(url) != to_text(value):
-        st.query_params[url] = to_text(value)
+        if (pending := getattr(_BATCH, "pending", None)) is not None:  # in batch(): written with the others, at once
+            pending[url] = to_text(value)
+        else:
+            st.query_params[url] = to_text(value)
     return value
+
+
+_BATCH = threading.local()  # the script thread's open batch (a dict of pending URL writes), if any
+
+
+@contextlib.contextmanager
+def batch():
+    """The URL writes of the :func:`bind_url` calls inside go out as one ``st.query_params.update``: Streamlit sends a
+    message for each change of the address (a first visit of the explorer sent 17 of them, issue 37). Only around
+    :func:`bind_url` calls: a direct ``st.query_params[…]`` write inside would be overwritten by the batch's."""
+    if getattr(_BATCH, "pending", None) is not None:  # nested: the outer batch writes them
+        yield
+        return
+    _BATCH.pending = {}
+    try:
+        yield
+    finally:
+        pending, _BATCH.pending = _BATCH.pending, None
+        if pending:
+            st.query_params.update(pending)
 
 
 def settle_moved_run() -> None:
