@@ -5,6 +5,8 @@
     python benchmarks/bench_clicks.py --quick       # CI: one repeat of two interactions
     python benchmarks/bench_clicks.py --compare /tmp/old   # the same cases on another checkout, interleaved
 
+**× bare**: a click's median over the first visit of issue 37's page a (a bare HTML page drawing one 12×12 heatmap
+with the same plotly.js, ``bench_visit.bare_page``), measured in the same run; the goal is ≤ 0.2 ×.
 One session of a fresh ``streamlit run app.py`` per page and size; each interaction is done once first (a
 state the session has not seen: not counted), then ``--repeats`` times, alternating between two values.
 **Click → drawn**: from just before the click until the script run (a page or a fragment run) is over and
@@ -266,6 +268,14 @@ def main() -> int:
         if args.compare:
             servers = {"compared": stack.enter_context(server_at(args.compare)), **servers}
         b = stack.enter_context(browser())
+        floor = None
+        if not args.quick:  # issue 37's page a, in this run: a bare HTML page drawing one heatmap (bench_visit.py)
+            from bench_visit import bare_page, bare_visit  # here: bench_visit imports this module
+
+            bare = stack.enter_context(bare_page())
+            bare_visit(b, bare)  # warm
+            floor = statistics.median(bare_visit(b, bare)["first"] for _ in range(repeats))
+            print(f"  page a (bare plotly.js page): first visit {floor:.2f} s", file=sys.stderr, flush=True)
         for case, path, query, acts in cases:
             for label, url in (servers.items() if acts else ()):
                 page = b.new_page(viewport={"width": 1280, "height": 720})
@@ -286,11 +296,15 @@ def main() -> int:
                     print(f"  {label}: {case}: {name}: {statistics.median(times):.2f} s "
                           f"(load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
                 page.close()
-    print(f"\nclick → drawn, one session per page, 1280×720, median of {repeats}\n")
-    print("| server | page | interaction | first time (s) | median (s) | max (s) | run over, median (s) | load after |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+    print(f"\nclick → drawn, one session per page, 1280×720, median of {repeats}"
+          + (f"; × bare: over page a's first visit in this run, {floor:.2f} s (goal ≤ 0.2 ×)" if floor else "") + "\n")
+    print("| server | page | interaction | first time (s) | median (s) | × bare | max (s) | run over, median (s) "
+          "| load after |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for label, case, name, first, median, worst, run_over, load in rows:
-        print(f"| {label} | {case} | {name} | {first:.2f} | {median:.2f} | {worst:.2f} | {run_over:.2f} | {load:.1f} |")
+        ratio = f"{median / floor:.2f}" if floor else "–"
+        print(f"| {label} | {case} | {name} | {first:.2f} | {median:.2f} | {ratio} | {worst:.2f} | {run_over:.2f} "
+              f"| {load:.1f} |")
     print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 

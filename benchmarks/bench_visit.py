@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks"), str(ROOT / "deploy")]
 
-from bench_bertviz import measure_page  # noqa: E402
+from bench_bertviz import measure_page, static_server  # noqa: E402
 from bench_clicks import server_at  # noqa: E402
 from browser_utils import browser, chromium_missing, streamlit_server  # noqa: E402
 from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
@@ -129,12 +129,9 @@ def _loaded(requests) -> dict:
 
 @contextlib.contextmanager
 def bare_page():
-    """A static server (a thread) of :data:`BARE_HTML` and ``static/plotly``'s bundle, from a temporary folder."""
-    import functools
-    import http.server
+    """:data:`BARE_HTML` and ``static/plotly``'s bundle from a temporary folder (``bench_bertviz.static_server``)."""
     import shutil
     import tempfile
-    import threading
 
     bundle = next((ROOT / "static" / "plotly").glob("plotly-cartesian-*.min.js"), None)
     if bundle is None:
@@ -143,18 +140,8 @@ def bare_page():
         shutil.copy(bundle, Path(tmp) / "plotly.js")
         tokens = "[CLS] the animal didn ' t cross the street because it was too tired . [SEP]".split()[:12]
         (Path(tmp) / "index.html").write_text(BARE_HTML % json.dumps(tokens), encoding="utf-8")
-
-        class Quiet(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=tmp))
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
-        finally:
-            server.shutdown()
+        with static_server(Path(tmp)) as base:
+            yield base + "/index.html"
 
 
 def bare_visit(b, url: str) -> dict:

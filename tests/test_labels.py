@@ -97,12 +97,16 @@ def test_pipeline_side_by_side_titles_say_head_and_heads():
 
 
 def test_explorer_picker_and_cut_note():
-    at = new_app(text=" ".join(f"w{i}" for i in range(130)) + "\n" + LONG).run()
+    text = " ".join(f"w{i}" for i in range(130)) + "\n" + LONG
+    at = new_app(text=text).run()
     assert not at.exception
     assert at.selectbox(key="explorer_batch").options == ["0: w0 w1 w2 w3 w4 w5 w6 w7 w8 w9…",
                                                           "1: The road was very muddy after…"]
-    assert [i.value for i in at.info if "was cut" in i.value or "were cut" in i.value] == [
-        "Sentence 0 was cut to 128 tokens."]
+    # above the figures, whether or not the box of tokens is open (issue 34); the box's own note when it is open
+    top = "Sentence 0 has 130 tokens: only its first 128 are shown (at most 128 tokens a sentence)."
+    assert [i.value for i in at.info if "tokens" in i.value] == [top]
+    at = new_app(text=text, tables="1").run()
+    assert [i.value for i in at.info if "tokens" in i.value] == [top, "Sentence 0 was cut to 128 tokens."]
 
 
 def test_minilm_picker_and_padding_notes():

@@ -17,7 +17,7 @@ from transformer_core.figures.heads import heads_figure, picked_head
 from transformer_core.figures.slide import describe
 from transformer_core.records.trace import PATTERN_STAGES, Trace
 
-from ..shell.chart import chart, spec
+from ..shell.chart import SUFFIX as CHART_SUFFIX, chart, spec
 from ..shell import cache
 from ..shell.i18n import N_, _
 from ..shell.url import batch as url_batch, bind_url, fallback, value
@@ -153,7 +153,7 @@ _SCROLL = """<span id="{id}"></span><script>
   const r = answer.getBoundingClientRect();
   let target = answer;
   if ({always}) {{  // the Stage / Layer / Head row above it too, when the opened heatmap still ends on screen
-    const row = document.querySelector(".st-key-{prefix}pickers"), focus = document.querySelector(".st-key-{prefix}focus");
+    const row = document.querySelector(".st-key-{prefix}pickers"), focus = document.querySelector(".st-key-{prefix}focus, .st-key-{prefix}focus{suffix}");
     const shift = row && row.getBoundingClientRect().top - (top + 8);
     const bottom = Math.max(r.bottom, focus ? focus.getBoundingClientRect().bottom : 0);
     if (row && shift <= r.top - (top + 8) && bottom - shift <= window.innerHeight) target = row;
@@ -183,7 +183,7 @@ def _answer_into_view(key_prefix: str, chosen: tuple, tile: bool) -> None:
         count = ss[f"_{key_prefix}scrolls"] = ss.get(f"_{key_prefix}scrolls", 0) + 1  # a new element: it runs again
         ident = f"ae-answer-{key_prefix}{'-'.join(map(str, chosen))}-{count}"
         st.html(_SCROLL.format(id=ident, always="true" if tile else "false", block="start" if tile else "nearest",
-                               prefix=key_prefix),
+                               prefix=key_prefix, suffix=CHART_SUFFIX),
                 unsafe_allow_javascript=True)
 
 
