@@ -113,3 +113,19 @@ def test_no_page_calls_st_plotly_chart_itself():
              if p.name != "chart.py" for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"\.plotly_chart\(", line)]
     assert calls == []
+
+
+@pytest.mark.parametrize("page", [None, "pages/minilm.py", "pages/causal.py"])
+def test_the_fallback_draws_the_cached_chart_json_too(monkeypatch, page):
+    """With ``st.plotly_chart`` as the fallback, a figure cached as our element's JSON (``chart.Spec``: the head view's
+    and the causal overview's) is drawn too: plotly.py refused its filled-in theme ("transparent") with an exception on
+    the MiniLM page."""
+    from apptest_utils import new_app
+
+    monkeypatch.setenv(chart.ENV, "streamlit")
+    at = new_app(text="the cat sat on the mat")
+    if page:
+        at.switch_page(page)
+    at.run()
+    assert not at.exception, [e.value[:200] for e in at.exception]
+    assert len(at.get("plotly_chart")) >= 2

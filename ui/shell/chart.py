@@ -79,6 +79,14 @@ def themed(spec: dict) -> dict:
     return spec
 
 
+def unthemed(fig: Any) -> Any:
+    """``fig`` as ``st.plotly_chart`` takes it: a :class:`Spec` (themed JSON) gets Streamlit's template name back, since
+    plotly.py refuses :data:`THEME`'s filled-in values ("transparent"); anything else is returned as it is."""
+    if isinstance(fig, Spec) and (fig.get("layout") or {}).get("template") == THEME:
+        return {**fig, "layout": {**fig["layout"], "template": "streamlit"}}
+    return fig
+
+
 def figure_json(fig: Any) -> dict:
     """A ``go.Figure`` or a figure dict → JSON-ready dict (numpy arrays as plotly.py's typed arrays)."""
     return json.loads(_to_json(fig))
@@ -139,7 +147,7 @@ def chart(fig: Any, *, key: str | None = None, config: dict | None = None,
     where = target if target is not None else st
     if (reason := fallback_reason()) is not None:
         _note_fallback(reason)
-        where.plotly_chart(fig, key=key, config=config, on_select=on_select, selection_mode=selection_mode)
+        where.plotly_chart(unthemed(fig), key=key, config=config, on_select=on_select, selection_mode=selection_mode)
         return
     modes = {selection_mode} if isinstance(selection_mode, str) else set(selection_mode)
     select = on_select != "ignore" and "points" in modes
