@@ -144,35 +144,36 @@ def bare_page():
             yield base + "/index.html"
 
 
-def bare_visit(b, url: str) -> dict:
-    """The bare page's first heatmap (s from navigation start), in a fresh context; its scripts' bytes."""
+@contextlib.contextmanager
+def _fresh_page(b):
+    """A fresh 1280×720 context's page, its traffic watched and the first heatmap observed; yields (page, seen)."""
     ctx = b.new_context(viewport={"width": 1280, "height": 720})
     try:
         page = ctx.new_page()
         seen = _watch_traffic(page)
         page.add_init_script(f"({FIRST_HEATMAP})()")
-        page.goto(url, wait_until="commit")
-        page.wait_for_function("window.__firstHeatmap !== null", polling=50, timeout=60_000)
-        first = page.evaluate("window.__firstHeatmap") / 1e3
-        return dict(first=first, settled=first, charts=1, received=0, sent=0, ws_bytes=0, **_loaded(seen["requests"]))
+        yield page, seen
     finally:
         ctx.close()
 
 
+def bare_visit(b, url: str) -> dict:
+    """The bare page's first heatmap (s from navigation start), in a fresh context; its scripts' bytes."""
+    with _fresh_page(b) as (page, seen):
+        page.goto(url, wait_until="commit")
+        page.wait_for_function("window.__firstHeatmap !== null", polling=50, timeout=60_000)
+        first = page.evaluate("window.__firstHeatmap") / 1e3
+        return dict(first=first, settled=first, charts=1, received=0, sent=0, ws_bytes=0, **_loaded(seen["requests"]))
+
+
 def visit(b, url: str) -> dict:
     """One first visit of ``url`` in a fresh context: times (s), charts, websocket frames and bytes, JS/CSS bytes."""
-    ctx = b.new_context(viewport={"width": 1280, "height": 720})
-    try:
-        page = ctx.new_page()
-        seen = _watch_traffic(page)
-        page.add_init_script(f"({FIRST_HEATMAP})()")
+    with _fresh_page(b) as (page, seen):
         settled, charts = measure_page(page, url)
         first = page.evaluate("window.__firstHeatmap")
         counts = dict(received=seen["received"], sent=seen["sent"], ws_bytes=seen["ws_bytes"])  # at settled
         return dict(first=first / 1e3 if first is not None else float("nan"), settled=settled, charts=charts,
                     **counts, **_loaded(seen["requests"]))
-    finally:
-        ctx.close()
 
 
 def report(rows: list, args, repeats: int) -> None:

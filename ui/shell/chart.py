@@ -1,7 +1,7 @@
 """Our one Plotly element (st.components.v2): the figure's JSON drawn by plotly.js's cartesian bundle."""
 # chart(fig, key=, config=, on_select=, selection_mode=, target=) takes what our pages gave st.plotly_chart. The
-# bundle (static/plotly/, vendored with its SHA-256 and MIT licence) is served by the app at /app/static/ and loaded
-# once per page, with its zh-CN locale when the page is in Chinese. A click reaches st.session_state[key] in
+# bundle (static/plotly/, fetched at install by scripts/fetch_plotly.py with its pinned SHA-256 and MIT licence) is
+# served by the app at /app/static/ and loaded once per page, with its zh-CN locale when the page is in Chinese. A click reaches st.session_state[key] in
 # Streamlit's own selection shape (selection_event), so the pages' on_select callbacks read it as before.
 # st.plotly_chart stays the fallback (fallback_reason), with a note once a session.
 from __future__ import annotations
