@@ -63,15 +63,18 @@ def _controls(n_heads: int, key_prefix: str, stages: tuple[str, ...], n_layers: 
         labels = [sentence_label(b, s, 30) for b, s in enumerate(sentences)]
         bind_url(batch_key, "sentence", range(len(sentences)), 0, labels=labels)
         batch = pickers.pop(0).selectbox(_("Sentence"), range(len(sentences)), key=batch_key,
+                                         index=fallback(batch_key) or 0,
                                          format_func=labels.__getitem__,
                                          help=_("Which sentence of the batch to look at (one per line in the sidebar)."))
     if n_layers > 1:
         bind_url(layer_key, "layer", range(n_layers), 0)
-        layer = pickers.pop(0).selectbox(_("Layer"), range(n_layers), key=layer_key)  # bare numbers: narrow column
+        layer = pickers.pop(0).selectbox(_("Layer"), range(n_layers), key=layer_key,  # bare numbers: narrow column
+                                         index=fallback(layer_key) or 0)
     stage_names = {s: _(STAGE_LABELS.get(s, s)) for s in stages}  # translated now (format_func may run later)
     stage = left.segmented_control(_("Stage"), stages, key=stage_key, required=True, default=fallback(stage_key),
                                    format_func=stage_names.get, help=_("The step of attention to look at."))
-    head = middle.selectbox(_("Head"), range(n_heads), key=head_key,
+    # index: the URL's head on a moved session's first run if the browser did not resend it (ui.shell.url.fallback)
+    head = middle.selectbox(_("Head"), range(n_heads), key=head_key, index=fallback(head_key) or 0,
                             help=_("The head drawn large. Or click a tile in the all-heads figure."))
     scale, all_large = st.session_state.get(f"{key_prefix}scale"), st.session_state.get(f"{key_prefix}all")
     return stage, batch, layer, head, scale or "auto", bool(all_large)  # their widgets: show(), by the tiles

@@ -17,6 +17,7 @@ so the click counts instead of being overwritten by the URL, which still holds t
 """
 from __future__ import annotations
 
+import secrets
 import time
 
 import streamlit as st
@@ -76,12 +77,21 @@ def moved_this_run() -> bool:
 RESYNC_KEY = "_ae_resync"
 RESYNC_SECONDS = 30  # a resync rerun this soon after a move says the notice again
 # Streamlit shows stConnectionStatus while its websocket is down; once it is gone again, click the hidden button (a
-# full rerun: on another replica, the moved session's first run). Installed once per browser tab.
-_RESYNC = """<style>.st-key-_ae_resync {display: none;}</style><script>(() => {
+# full rerun: on another replica, the moved session's first run). Installed once per browser tab. The click is
+# checked: every run writes a new mark (``data-run``) into this element, so a click that started no run (the button
+# still disabled, or missing while the page redraws; a loaded CI machine, issue 37) is made again, up to 10 times.
+_RESYNC = """<style>.st-key-_ae_resync {display: none;}</style><i class="ae-run" data-run="__RUN__"></i><script>(() => {
   if (window.__aeResync) return;
   window.__aeResync = true;
   const down = () => !!document.querySelector('[data-testid="stConnectionStatus"]');
+  const mark = () => (document.querySelector('.ae-run') || {dataset: {}}).dataset.run;
   let lost = false, timer = null;
+  const resync = (before, tries) => {
+    if (down() || tries <= 0 || mark() !== before) return;  // down again (wait for it), or a run came
+    const b = document.querySelector('.st-key-_ae_resync button');
+    if (b && !b.disabled) b.click();
+    timer = setTimeout(() => { timer = null; resync(before, tries - 1); }, 2500);
+  };
   new MutationObserver(() => {
     if (down()) { lost = true; clearTimeout(timer); timer = null; return; }
     if (!lost || timer) return;
@@ -90,7 +100,7 @@ _RESYNC = """<style>.st-key-_ae_resync {display: none;}</style><script>(() => {
       timer = null;
       if (down()) return;
       lost = false;
-      const b = document.querySelector('.st-key-_ae_resync button'); if (b) b.click();
+      resync(mark(), 10);
     }, 600);
   }).observe(document.body, {subtree: true, childList: true});
 })();</script>"""
@@ -100,5 +110,8 @@ def resync_on_reconnect() -> None:
     """In the sidebar, hidden: a button outside every fragment and the script that clicks it when the page's
     connection comes back, so a page moved to another replica is drawn there at once (its notice, its fragments, its
     download links) and a student's next click, inside a fragment too, counts."""
+    ss = st.session_state
+    ss["_ae_run"] = ss.get("_ae_run", 0) + 1
+    ss.setdefault("_ae_session", secrets.token_hex(4))  # a new session (another replica) starts its own marks
     st.sidebar.button("↻", key=RESYNC_KEY)
-    st.sidebar.html(_RESYNC, unsafe_allow_javascript=True)
+    st.sidebar.html(_RESYNC.replace("__RUN__", f"{ss['_ae_session']}-{ss['_ae_run']}"), unsafe_allow_javascript=True)
