@@ -161,3 +161,28 @@ def transparent_shares(page) -> list[dict]:
         }
         return out;
     }""")
+
+
+# The viewport centre of cell (query, key) of a query × key heatmap chart ``d`` (its first heatmap's axes; our element
+# reads a click there, ui/shell/chart.js). With ``scroll``, the cell is first scrolled to the middle of the screen.
+CELL_CENTRE = """([d, q, k, scroll]) => {
+    const t = d.data.find(t => t.type === 'heatmap');
+    const xa = d._fullLayout.xaxis, ya = d._fullLayout.yaxis;
+    const at = () => { const r = d.getBoundingClientRect();
+        return [r.left + xa._offset + xa.d2p(t.x[k]), r.top + ya._offset + ya.d2p(t.y[q])]; };
+    let [x, y] = at();
+    if (scroll && (y < 100 || y > innerHeight - 40)) {
+        let s = d.parentElement;
+        while (s && !(s.scrollHeight > s.clientHeight && /auto|scroll/.test(getComputedStyle(s).overflowY))) {
+            s = s.parentElement;
+        }
+        (s || document.scrollingElement).scrollBy(0, y - innerHeight / 2);
+        [x, y] = at();
+    }
+    return [x, y]; }"""
+
+
+def cell_centre(page, chart: str, query: int, key: int, scroll: bool = False) -> tuple[float, float]:
+    """Where to click cell (query, key) of the chart that the JS expression ``chart`` (a function) returns."""
+    x, y = page.evaluate(f"(a) => ({CELL_CENTRE})([({chart})(), ...a])", [query, key, scroll])
+    return x, y

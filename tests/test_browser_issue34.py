@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_utils import ROOT, chromium_missing, wait_idle
+from browser_utils import ROOT, cell_centre, chromium_missing, wait_idle
 from layout_probe import probe
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -174,12 +174,9 @@ def test_a_cell_click_on_row_25_of_29_brings_its_answer_into_view(server, chromi
     it; a click on row 25 (scrolled down to it) left the answer above the screen."""
     n, query, key = 29, 25, 3
     page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": words(n), "causal": 1}))
-    index = page.evaluate(f"() => Array.from(document.querySelectorAll('.js-plotly-plot')).indexOf(({FOCUS})())")
-    cell = page.locator(".js-plotly-plot").nth(index).locator(".scatterlayer .point").nth(query * n + key)
-    cell.scroll_into_view_if_needed()
+    cell_centre(page, FOCUS, query, key, scroll=True)
     page.wait_for_timeout(500)
-    b = cell.bounding_box()
-    point = (b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+    point = cell_centre(page, FOCUS, query, key)
     page.mouse.click(*point)
     page.wait_for_function("() => location.search.includes('q=25') && location.search.includes('k=3')", timeout=60_000)
     wait_idle(page)
@@ -285,7 +282,6 @@ def test_a_minilm_cell_click_in_chinese_shows_the_answers_first_line(server, chr
     page = visit(chromium, f"{server}/minilm?" + urllib.parse.urlencode({"text": TWELVE, "lang": "zh"}))
     header = page.evaluate(HEADER_BOTTOM)
     assert header >= 40, header  # the header this test is about: opaque, over the page's top
-    index = page.evaluate(f"() => Array.from(document.querySelectorAll('.js-plotly-plot')).indexOf(({FOCUS})())")
     n = page.evaluate(f"() => ({FOCUS})()._fullData[0].z.length")
     seen = {}
     for query, key in ((0, n - 1), (n - 1, 1)):
@@ -295,10 +291,9 @@ def test_a_minilm_cell_click_in_chinese_shows_the_answers_first_line(server, chr
         page.wait_for_timeout(800)
         under = page.evaluate(ANSWER_BOX)
         assert 0 <= under[0] < header, under  # the situation of the report: the first line hidden
-        cell = page.locator(".js-plotly-plot").nth(index).locator(".scatterlayer .point").nth(query * n + key)
-        b = cell.bounding_box()
-        assert header < b["y"] and b["y"] + b["height"] < 720, b  # the cell is on screen: no scroll before the click
-        page.mouse.click(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+        x, y = cell_centre(page, FOCUS, query, key)
+        assert header < y < 720, y  # the cell is on screen: no scroll before the click
+        page.mouse.click(x, y)
         page.wait_for_function(f"""() => {{ const p = new URLSearchParams(location.search);
             return p.get('q') === '{query}' && p.get('k') === '{key}'; }}""", timeout=60_000)
         wait_idle(page)

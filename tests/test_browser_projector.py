@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from browser_utils import ARTIFACTS, chromium_missing, wait_idle
+from browser_utils import ARTIFACTS, cell_centre, chromium_missing, wait_idle
 
 _missing = chromium_missing()
 if _missing:
@@ -131,10 +131,8 @@ def test_a_clicked_cell_is_outlined_and_answered_in_view(server, chromium, width
     (score, weight, the row's softmax) is inside the viewport without scrolling."""
     page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": "the cat sat on the mat", "causal": 1,
                                                                     "head": 2}), width, height)
-    n, query, key = 6, 4, 1
-    point = page.evaluate(f"""(i) => {{ const d = ({FOCUS})();
-        const r = d.querySelectorAll('.scatterlayer .point')[i].getBoundingClientRect();
-        return [r.left + r.width / 2, r.top + r.height / 2]; }}""", query * n + key)
+    query, key = 4, 1
+    point = cell_centre(page, FOCUS, query, key)
     assert 0 <= point[1] <= height, point  # the cell is clickable without scrolling
     start = time.perf_counter()
     page.mouse.click(*point)

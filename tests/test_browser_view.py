@@ -2,11 +2,12 @@
 fold, tick labels that do not overlap, cells that never vanish, and a link that reopens the same view."""
 from __future__ import annotations
 
+import re
 import urllib.parse
 
 import pytest
 
-from browser_utils import ARTIFACTS, chromium_missing, drawn_figures, transparent_shares, wait_idle
+from browser_utils import ARTIFACTS, cell_centre, chromium_missing, drawn_figures, transparent_shares, wait_idle
 
 _missing = chromium_missing()
 if _missing:
@@ -117,16 +118,38 @@ def test_a_link_opens_the_same_view(server, chromium):
     context.close()
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_cell_click_explains_it_at_60_tokens_and_the_hover_says_so(server, chromium, lang):
+    """Our element reads a click on the heatmap itself (ui/shell/chart.py cell_clicks): at 60 tokens, where
+    st.plotly_chart had no cell markers (only the pickers worked), a click on cell (50, 7) opens its explanation; the
+    hover names the cell and says to click in the page's language; no marker trace is drawn."""
+    words = " ".join(f"w{i}" for i in range(60))
+    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": words, "causal": 1, "lang": lang}))
+    focus = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout && d.layout.meta && d.layout.meta.cells)"""
+    assert page.evaluate(f"() => ({focus})().data.map(t => t.name)").count("cells") == 0
+    x, y = cell_centre(page, focus, 50, 7, scroll=True)
+    page.mouse.move(x, y)
+    hover = page.locator(".hoverlayer .hovertext").first
+    hover.wait_for(timeout=10_000)
+    text = hover.text_content()
+    assert "w50" in text and "w7" in text and {"en": "click to explain", "zh": "点击查看解释"}[lang] in text, text
+    page.mouse.click(x, y)
+    page.wait_for_function("() => location.search.includes('q=50') && location.search.includes('k=7')",
+                           timeout=60_000)
+    wait_idle(page)
+    answers = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'))
+        .map(e => e.innerText).filter(t => t.includes('→'))""")
+    assert any(re.search(r"(q|查询) 50:\W*w50\W*→ (k|键) 7:\W*w7", t) for t in answers), answers
+    page.close()
+
+
 def test_clicking_a_cell_explains_it(server, chromium):
     page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": "the cat sat on the mat", "causal": 1}),
                  1280, 1400)
-    n, query, key = 6, 4, 1
-    point = page.evaluate("""(i) => {
-        const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
-            .find(d => d.layout && d.layout.meta && d.layout.meta.head !== undefined);
-        const r = d.querySelectorAll('.scatterlayer .point')[i].getBoundingClientRect();
-        return [r.left + r.width / 2, r.top + r.height / 2];
-    }""", query * n + key)
+    query, key = 4, 1
+    point = cell_centre(page, """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout && d.layout.meta && d.layout.meta.head !== undefined)""", query, key)
     page.mouse.click(*point)
     page.wait_for_function("() => location.search.includes('q=4') && location.search.includes('k=1')",
                            timeout=60_000)

@@ -129,3 +129,27 @@ def test_the_fallback_draws_the_cached_chart_json_too(monkeypatch, page):
     at.run()
     assert not at.exception, [e.value[:200] for e in at.exception]
     assert len(at.get("plotly_chart")) >= 2
+
+
+@pytest.mark.parametrize("n", [6, 40])
+def test_a_pattern_is_drawn_without_its_cell_markers_and_says_click_to_explain(n):
+    """Our element reads a cell click from the heatmap itself (chart.js), so the transparent marker on every cell that
+    st.plotly_chart needs (<= 32 tokens) is not sent; every heatmap's hover gains "click to explain" when a click is
+    read, and the figure is otherwise the one exported (kaleido, st.plotly_chart)."""
+    from transformer_core import EncoderConfig, run_toy
+    from transformer_core.figures.stage import stage_figure
+
+    trace = run_toy([" ".join(f"w{i}" for i in range(n))], EncoderConfig(d_model=16, n_heads=2), causal=True)
+    full = chart.spec(stage_figure(trace, "weights", head=1))
+    names = [t.get("name") for t in full["data"]]
+    assert ("cells" in names) == (n <= 32) and full["layout"]["meta"]["cells"] is True
+    drawn, cells = chart.cell_clicks(full, select=True)
+    assert cells and [t.get("name") for t in drawn["data"]] == [m for m in names if m != "cells"]
+    heatmaps = [t for t in drawn["data"] if t["type"] == "heatmap"]
+    assert len(heatmaps) == 2  # the values and the masked cells' grey (causal): both answer a click
+    assert all(t["hovertemplate"].endswith("<br><b>click to explain</b><extra></extra>") for t in heatmaps)
+    assert drawn["layout"] == full["layout"]
+    quiet, _ = chart.cell_clicks(full, select=False)  # nothing to click: no hint
+    assert all("click to explain" not in t.get("hovertemplate", "") for t in quiet["data"])
+    tiles = chart.spec(go.Figure(go.Heatmap(z=[[1, 2]])))
+    assert chart.cell_clicks(tiles, select=True) == (tiles, False)

@@ -9,7 +9,8 @@ screen. Conventions (plotly.py #4215: categorical axes merge repeated labels):
 * a query row with no visible key is marked "⊘" on its tick label and in the hover;
 * colour scales are colour-blind safe (Viridis; RdBu for signed values) and shared by
   every head of one stage (pass ``zrange``);
-* ``layout.meta`` records ``{"stage", "head", "layer", "batch"}`` for tests and exports.
+* ``layout.meta`` records ``{"stage", "head", "layer", "batch"}`` for tests and exports; ``"cells": True`` on a
+  query × key pattern whose cell clicks mean (query, key).
 """
 from __future__ import annotations
 
@@ -351,8 +352,9 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                       visible=None if stage == "scores" else visible,
                       empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks,
                       customdata=data if row_scale else None, **common)
-        if row_scale:
-            fig.layout.meta = {**meta, "row_scale": True}
+        # "cells": a click on a cell can be read from the heatmap itself (ui/shell/chart.py reads it at any size and
+        # drops the markers below, which only st.plotly_chart needs)
+        fig.layout.meta = {**meta, "row_scale": True, "cells": True} if row_scale else {**meta, "cells": True}
         if len(tokens) <= CELL_MARKERS_MAX:
             add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
         if cell is not None and max(cell) < len(tokens):

@@ -1,7 +1,8 @@
 """"Explain this number": the arithmetic behind one cell of the focused head, step by step.
 
-The cell is chosen by clicking it in the focused heatmap (small matrices carry a transparent
-click marker per cell) or with the query/key pickers, which always work; both live in the URL
+The cell is chosen by clicking it in the focused heatmap (our chart element reads the click at any size; with
+``st.plotly_chart``, small matrices carry a transparent click marker per cell) or with the query/key pickers, which
+always work; both live in the URL
 as ``?q=5&k=2``. Every number comes from :func:`transformer_core.analysis.explain.explain_cell`, i.e.
 from the trace's captured tensors.
 """
@@ -14,7 +15,7 @@ import streamlit as st
 from transformer_core.analysis.explain import TOLERANCE, explain_cell
 from transformer_core.records.trace import Trace
 
-from ..shell import fragments
+from ..shell import chart, fragments
 from ..shell.i18n import N_, _
 from ..shell.language_widgets import tabs as translated_tabs
 from ..shell.markdown import plain
@@ -71,8 +72,11 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     left, right, note = st.columns([1, 1, 2], vertical_alignment="bottom")
     query = left.selectbox(_("Query (row)"), range(n), key=q_key, format_func=options.__getitem__)
     key = right.selectbox(_("Key (column)"), range(n), key=k_key, format_func=options.__getitem__)
-    note.caption(_("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
-                   "this very number."))
+    if chart.fallback_reason() is None:  # our element reads a click on the heatmap itself, at any size
+        note.caption(_("Or click a cell of the large heatmap. The link in the address bar now opens this very number."))
+    else:
+        note.caption(_("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "
+                       "this very number."))
     # its own fragment inside the head view's: a tab click reruns only the steps (ui/shell/fragments.py)
     fragments.part(f"{key_prefix}explain", _steps, trace, batch=batch, layer=layer, head=head, query=query, key=key,
                    key_prefix=key_prefix)

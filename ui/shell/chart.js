@@ -30,8 +30,21 @@ function points(event) {
   });
 }
 
+// a click on a query × key heatmap's cell (ui/shell/chart.py cell_clicks), sent as the cell marker's point would be
+function cell(event) {
+  const p = event && event.points && event.points[0];
+  if (!p || !p.data || p.data.type !== "heatmap" || !Array.isArray(p.pointNumber)) return null;
+  const [query, key] = p.pointNumber;  // z[row][column]: row = query position, column = key position
+  const columns = (p.data.x || []).length;
+  return {x: p.x, y: p.y, curveNumber: p.curveNumber, pointIndex: query * columns + key, customdata: [query, key]};
+}
+
 function bind(host) {
   const send = list => host.__attention.send && host.__attention.send("select", list);
+  host.on("plotly_click", event => {
+    const point = host.__attention.cells && cell(event);
+    if (point) { host.__attention.clicked = Date.now(); send([point]); }
+  });
   host.on("plotly_selected", event => { if (event) send(points(event)); });
   host.on("plotly_deselect", () => {
     send([]);
@@ -78,6 +91,7 @@ export default function ({data, parentElement, setTriggerValue}) {
   const host = parentElement.querySelector(".attention-chart");
   const state = (host.__attention ||= {});
   state.send = data.select ? setTriggerValue : null;
+  state.cells = !!data.cells;
   const figure = data.figure;
   const layout = figure.layout || (figure.layout = {});
   state.height = layout.height || 450;
