@@ -171,7 +171,8 @@ def tab(names: tuple[str, str]):
 
 def marker(meta_stage: str, first: int, step: int):
     """Click the centre of a transparent marker (a tile or a cell) of the chart whose meta.stage is given;
-    ``meta_stage`` "*" = the focused head (any chart with a meta.head)."""
+    ``meta_stage`` "*" = the focused head (any chart with a meta.head), whose cell ``i`` is found on the heatmap's axes
+    when it has no markers (our element reads the heatmap's own click, ui/shell/chart.py cell_clicks)."""
     def act(r):
         def do(page):
             x, y = page.evaluate("""([stage, i]) => {
@@ -179,6 +180,14 @@ def marker(meta_stage: str, first: int, step: int):
                     && (stage === '*' ? !['heads', 'overview'].includes(d.layout.meta.stage)
                                         && Number.isInteger(d.layout.meta.head) : d.layout.meta.stage === stage));
                 const points = d.querySelectorAll('.scatterlayer .point');
+                if (!points.length) {  // our element draws no cell markers: the cell's centre on the heatmap's axes
+                    const t = d.data.find(t => t.type === 'heatmap'), n = t.x.length, j = i % (n * n);
+                    const xa = d._fullLayout.xaxis, ya = d._fullLayout.yaxis;
+                    d.scrollIntoView({block: 'center'});
+                    const r = d.getBoundingClientRect();
+                    return [r.left + xa._offset + xa.d2p(t.x[j % n]),
+                            r.top + ya._offset + ya.d2p(t.y[Math.floor(j / n)])];
+                }
                 points[i % points.length].scrollIntoView({block: 'center'});  // off screen, a click would miss
                 const r = points[i % points.length].getBoundingClientRect();
                 return [r.left + r.width / 2, r.top + r.height / 2]; }""", [meta_stage, first + step * r])
