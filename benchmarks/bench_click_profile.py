@@ -2,7 +2,11 @@
 
     python benchmarks/bench_click_profile.py                 # the causal page's mask toggle, 3 clicks
     python benchmarks/bench_click_profile.py --page explorer --label "Causal mask" --clicks 5
+    python benchmarks/bench_click_profile.py --visit --clicks 3   # instead: 3 first visits, until the first heatmap
     python benchmarks/bench_click_profile.py --quick         # CI: one click on the explorer
+
+``--visit`` profiles a link's first visit in a fresh browser context (nothing cached; one visit first, not counted)
+from navigation until the first heatmap is drawn, per visit.
 
 The profile (CDP ``Profiler``, 0.2 ms samples) runs from just before the first click until 2.5 s after the last; each
 click first once unprofiled (the second value a session has not seen is not counted). Printed per click: the browser's
@@ -53,16 +57,41 @@ def profile(page_name: str, label: str, clicks: int) -> tuple[collections.Counte
             target.click()
             page.wait_for_timeout(2500)
         result = cdp.send("Profiler.stop")["profile"]
-    nodes = {n["id"]: n["callFrame"] for n in result["nodes"]}
     by_source, by_function = collections.Counter(), collections.Counter()
+    add(result, clicks, by_source, by_function)
+    return by_source, by_function
+
+
+def profile_visits(page_name: str, visits: int) -> tuple[collections.Counter, collections.Counter]:
+    """As :func:`profile`, over ``visits`` first visits of the page (a fresh context each), until its first heatmap."""
+    path, _label = PAGES[page_name]
+    by_source, by_function = collections.Counter(), collections.Counter()
+    with streamlit_server() as url, browser() as b:
+        for visit in range(visits + 1):
+            context = b.new_context(viewport={"width": 1280, "height": 720})
+            page = context.new_page()
+            cdp = context.new_cdp_session(page)
+            cdp.send("Profiler.enable")
+            cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+            cdp.send("Profiler.start")
+            page.goto(url + path)
+            page.wait_for_function("() => !!document.querySelector('g.hm image')", timeout=180_000)
+            result = cdp.send("Profiler.stop")["profile"]
+            context.close()
+            if visit:  # the first one warms the server: not counted
+                add(result, visits, by_source, by_function)
+    return by_source, by_function
+
+
+def add(result: dict, runs: int, by_source: collections.Counter, by_function: collections.Counter) -> None:
+    """One CDP profile's samples, in ms per run, into the counters (idle time left out)."""
+    nodes = {n["id"]: n["callFrame"] for n in result["nodes"]}
     for node, micros in zip(result["samples"], result["timeDeltas"]):
         frame = nodes[node]
         where = source(frame)
-        if where == "(idle)":
-            continue
-        by_source[where] += micros / 1000 / clicks
-        by_function[f"{frame['functionName'] or '(anonymous)'} · {where}"] += micros / 1000 / clicks
-    return by_source, by_function
+        if where != "(idle)":
+            by_source[where] += micros / 1000 / runs
+            by_function[f"{frame['functionName'] or '(anonymous)'} · {where}"] += micros / 1000 / runs
 
 
 def main() -> None:
@@ -71,20 +100,26 @@ def main() -> None:
     parser.add_argument("--label", help="the text of what to click (default: the page's mask toggle)")
     parser.add_argument("--clicks", type=positive, default=3)
     parser.add_argument("--top", type=positive, default=12, help="how many functions to list")
+    parser.add_argument("--visit", action="store_true", help="profile first visits instead (--clicks of them)")
     parser.add_argument("--quick", action="store_true", help="one click on the explorer (CI)")
     args = parser.parse_args()
     if missing := chromium_missing():
         sys.exit(f"cannot profile: {missing}")
     page_name, clicks = ("explorer", 1) if args.quick else (args.page, args.clicks)
     label = args.label or PAGES[page_name][1]
-    by_source, by_function = profile(page_name, label, clicks)
+    if args.visit and not args.quick:
+        by_source, by_function = profile_visits(page_name, clicks)
+        what, unit = f"{clicks} first visit(s) until the first heatmap", "visit"
+    else:
+        by_source, by_function = profile(page_name, label, clicks)
+        what, unit = f"click on {label!r}, {clicks} click(s)", "click"
     total = sum(by_source.values())
-    print(f"\n{page_name} page, click on {label!r}, {clicks} click(s) profiled at 1280×720: "
-          f"{total:.0f} ms of CPU in the browser per click (idle left out)\n")
-    print("| source | ms per click | share |\n|---|---:|---:|")
+    print(f"\n{page_name} page, {what} profiled at 1280×720: {total:.0f} ms of CPU in the browser per {unit} "
+          "(idle left out)\n")
+    print(f"| source | ms per {unit} | share |\n|---|---:|---:|")
     for where, ms in by_source.most_common(10):
         print(f"| {where} | {ms:.1f} | {ms / total:.0%} |")
-    print("\n| function · source | ms per click |\n|---|---:|")
+    print(f"\n| function · source | ms per {unit} |\n|---|---:|")
     for name, ms in by_function.most_common(args.top):
         print(f"| {name} | {ms:.1f} |")
 
