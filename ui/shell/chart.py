@@ -112,7 +112,8 @@ def cell_clicks(figure: Mapping, select: bool) -> tuple[Mapping, bool]:
     draws it: without the transparent marker on every cell (``name="cells"``, ``customdata=[query, key]``), which only
     ``st.plotly_chart`` needs to report a click (streamlit #8760). Our element reads a click on the heatmap itself
     and reports it like a marker's (chart.js), so a cell is clickable at any size, and 32 tokens' 1,024 markers are not
-    drawn (about 40 ms of a causal page's click here). With ``select`` the hover says "click to explain".
+    drawn (about 40 ms of a causal page's click here); the first and the last stay, so the axes' ranges are unchanged.
+    With ``select`` the hover says "click to explain".
 
     Returns ``(figure, True)`` for such a pattern, else ``(figure, False)`` unchanged."""
     meta = (figure.get("layout") or {}).get("meta")
@@ -122,6 +123,12 @@ def cell_clicks(figure: Mapping, select: bool) -> tuple[Mapping, bool]:
     traces = []
     for trace in figure.get("data") or []:
         if trace.get("type") == "scatter" and trace.get("name") == "cells":
+            # two of them stay, at the first and the last cell, unhoverable: Plotly pads an axis's autorange for its
+            # extreme markers, so the heatmap is laid out exactly as with all of them (its size, the fold at 720 px)
+            x, y = list(trace.get("x") or []), list(trace.get("y") or [])
+            if x and y:
+                traces.append({key: trace[key] for key in ("type", "mode", "marker", "showlegend") if key in trace}
+                              | {"x": [x[0], x[-1]], "y": [y[0], y[-1]], "hoverinfo": "skip", "name": "cells range"})
             continue
         template = trace.get("hovertemplate")
         if select and trace.get("type") == "heatmap" and isinstance(template, str) and hint not in template:
