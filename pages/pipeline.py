@@ -13,6 +13,7 @@ from ui.lessons import pipeline_steps
 from ui.parts import toy_compute, trace_tables
 from ui.shell import controls, fragments
 from ui.shell.i18n import _
+from ui.shell.lazy import lazy_expander
 
 PAGE = "pipeline"
 settings = controls.current()
@@ -44,8 +45,12 @@ fragments.part("pipeline", pipeline_steps.show, settings, batch)
 counts = lesson_compute.parameter_counts(d_model, tuple(controls.head_choices(d_model)))
 st.info(_("MultiHeadAttention(d_model={d_model}, n_heads={h}) has **{n} parameters** (counted on the module).")
         .format(d_model=d_model, h=h, n=f"{counts[h]:,}"), icon=":material/calculate:")
-with st.expander(_("Parameters for every head count (the same: heads only split d_model)")):
-    L.prose(PAGE, "params")
-    st.dataframe(pd.DataFrame({"n_heads": list(counts), "d_k": [d_model // c for c in counts],
-                               _("parameters"): [f"{v:,}" for v in counts.values()]}), hide_index=True,
-                 key="pipeline_params_table")
+# lazy (ui/shell/lazy.py): its data grid is built, sent and mounted only once opened (``?params=1``)
+params_box = lazy_expander(_("Parameters for every head count (the same: heads only split d_model)"),
+                           key="pipeline_params_box", url="params")
+if params_box.open:
+    with params_box:
+        L.prose(PAGE, "params")
+        st.dataframe(pd.DataFrame({"n_heads": list(counts), "d_k": [d_model // c for c in counts],
+                                   _("parameters"): [f"{v:,}" for v in counts.values()]}), hide_index=True,
+                     key="pipeline_params_table")

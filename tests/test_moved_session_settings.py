@@ -94,7 +94,7 @@ def test_a_download_clicked_as_the_page_moved_reruns_it_and_says_to_click_again(
     from test_failover_notice import NOTICE, StreamlitSession
 
     label = "⬇ Predictions as CSV"
-    query = {"seq": "5 17 3 9 5 17 3 9", "temp": "0.5"}
+    query = {"seq": "5 17 3 9 5 17 3 9", "temp": "0.5", "preds": "1"}  # the predictions box open (ui/shell/lazy.py)
 
     async def scenario():
         before = StreamlitSession(server)
@@ -132,7 +132,7 @@ def test_a_download_clicked_as_the_page_moved_is_said_again_as_a_toast_when_the_
     from test_failover_notice import NOTICE, StreamlitSession
 
     label = "⬇ Predictions as CSV"
-    query = {"seq": "5 17 3 9 5 17 3 9"}
+    query = {"seq": "5 17 3 9 5 17 3 9", "preds": "1"}  # the predictions box open (ui/shell/lazy.py)
 
     async def scenario():
         before = StreamlitSession(server)

@@ -81,6 +81,8 @@ def test_n_heads_changes_the_split_not_the_parameter_count(at):
     count = re.compile(r"\*\*([\d,]+) parameters\*\*")
     assert count.search(before).group(1) == count.search(after).group(1) == f"{4 * (64 * 64 + 64) + 2 * 64:,}"
     assert "n_heads=4" in after and "n_heads=8" in before
+    at.session_state["pipeline_params_box"] = True  # what opening the box does (ui/shell/lazy.py)
+    at.run()
     table = next(d.value for d in at.dataframe if "parameters" in d.value.columns)
     assert table["parameters"].nunique() == 1
 

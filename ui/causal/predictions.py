@@ -20,6 +20,7 @@ from ..shell.chart import Spec, chart, spec
 from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import N_, _, language
+from ..shell.lazy import lazy_expander
 from ..shell.url import bind_url
 
 TEMPERATURES = (0.01, 0.05, 0.1, 0.2, 0.5, 0.7, 1.0, 1.5, 2.0, 5.0, 10.0, 100.0)
@@ -82,18 +83,12 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
     chart(figs.top_k_figure(bars, position=pos, token=str(ids[pos]), target=target, temperature=t,
                             k=k, p=p), key="causal_predictions",
           config=chart_config(f"predictions_pos{pos}_T{_text(t)}", fmt))
-    loss = trace.stages["token_loss"][0]  # [pos−1], T = 1
-    table = pd.DataFrame({
-        N_("position"): np.arange(len(ids) - 1), N_("token"): ids[:-1], N_("next token"): ids[1:],
-        N_("top prediction"): probs[:-1].argmax(-1), N_("its probability"): probs[:-1].max(-1),
-        N_("probability of next token"): probs[np.arange(len(ids) - 1), ids[1:]], N_("loss (nats, T = 1)"): loss})
-    with st.expander(_("Every position's prediction (table, CSV)"), icon=":material/table:"):
-        # headers in the learner's language on screen; the CSV keeps the English ones
-        st.dataframe(table.rename(columns=lambda c: _(c)), hide_index=True, key="causal_pred_table", column_config={
-            _(c): st.column_config.NumberColumn(format="%.4f")
-            for c in (N_("its probability"), N_("probability of next token"), N_("loss (nats, T = 1)"))})
-        download_button(st, "⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
-                           file_name=f"predictions_step{step}_T{_text(t)}.csv", key="causal_pred_csv")
+    # lazy (ui/shell/lazy.py): the data grid is built, sent and mounted only once the box is open (``?preds=1``)
+    box = lazy_expander(_("Every position's prediction (table, CSV)"), key="causal_preds_box", url="preds",
+                        icon=":material/table:")
+    if box.open:
+        with box:
+            _table(trace, ids, probs, step, t)
 
     st.markdown(_("**Sample a continuation** with these T, top-k and top-p (seeded: the same seed draws the same "
                   "tokens). The line is the model's loss at every position: high on the first period, low on the "
@@ -104,3 +99,18 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
     st.code(" ".join(map(str, drawn["ids"][:drawn["n_prompt"]])) + "  →  " + " ".join(map(str, new)), language=None)
     chart(sampled, key="causal_sample",
           config=chart_config(f"sample_seed{seed}_T{_text(t)}", fmt))
+
+
+def _table(trace: Trace, ids: list[int], probs: np.ndarray, step: int, t: float) -> None:
+    """Every position's prediction as a data grid and a CSV (``probs``: ``[pos, vocab]`` at temperature ``t``)."""
+    loss = trace.stages["token_loss"][0]  # [pos−1], T = 1
+    table = pd.DataFrame({
+        N_("position"): np.arange(len(ids) - 1), N_("token"): ids[:-1], N_("next token"): ids[1:],
+        N_("top prediction"): probs[:-1].argmax(-1), N_("its probability"): probs[:-1].max(-1),
+        N_("probability of next token"): probs[np.arange(len(ids) - 1), ids[1:]], N_("loss (nats, T = 1)"): loss})
+    # headers in the learner's language on screen; the CSV keeps the English ones
+    st.dataframe(table.rename(columns=lambda c: _(c)), hide_index=True, key="causal_pred_table", column_config={
+        _(c): st.column_config.NumberColumn(format="%.4f")
+        for c in (N_("its probability"), N_("probability of next token"), N_("loss (nats, T = 1)"))})
+    download_button(st, "⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
+                    file_name=f"predictions_step{step}_T{_text(t)}.csv", key="causal_pred_csv")

@@ -15,6 +15,7 @@ from ..parts.window_mask import convention
 from ..shell.cache import memo
 from ..shell.controls import Settings
 from ..shell.i18n import _
+from ..shell.lazy import lazy_expander
 from ..shell.url import bind_url
 from . import lesson_figures as L
 from .compute import _lab_inputs
@@ -73,8 +74,11 @@ def show(settings: Settings, batch: int, head: int, tokens, rows: list[str]) -> 
     else:
         st.caption(_("Every query of this sentence still has the first token in its window: make w smaller than "
                      "{n} to see it drop out.").format(n=n))
-    with st.expander(_("The mask as numbers (1 = may attend, 0 = blocked; rows = queries, columns = keys)")):
+    # lazy (ui/shell/lazy.py): its data grid is built, sent and mounted only once opened (``?numbers=1``)
+    box = lazy_expander(_("The mask as numbers (1 = may attend, 0 = blocked; rows = queries, columns = keys)"),
+                        key="masks_window_numbers", url="numbers")
+    if box.open:
         plain = L.plain_labels(tokens)
-        st.dataframe(pd.DataFrame(visible.astype(np.int8), index=plain, columns=plain), key="masks_window_table")
-        st.code(f"masks.sliding_window_mask({n}, window={window}, sinks={sinks})", language="python")
+        box.dataframe(pd.DataFrame(visible.astype(np.int8), index=plain, columns=plain), key="masks_window_table")
+        box.code(f"masks.sliding_window_mask({n}, window={window}, sinks={sinks})", language="python")
 
