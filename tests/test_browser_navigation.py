@@ -3,7 +3,7 @@
 * Every page opens by its own URL (``/explorer`` too, although the explorer is the default page
   that Streamlit serves at ``/``), with no "Page not found" dialog, its own h1, the menu's titles
   (never the file names), the link's page marked current, and the link's query parameters kept.
-* A fresh server's very first visitor (Streamlit's legacy ``pages/`` mode, see ``ui/nav.py``)
+* A fresh server's very first visitor (Streamlit's legacy ``pages/`` mode, see ``ui/shell/nav.py``)
   never sees the file-name menu (``app``, ``explorer``, ``masks lab``…): a recorder installed
   before the page loads checks every animation frame, so a menu shown for a moment counts.
 """

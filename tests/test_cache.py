@@ -1,4 +1,4 @@
-"""ui/cache.py: byte budgets, read-only shared values, one computation per key, expiry."""
+"""ui/shell/cache.py: byte budgets, read-only shared values, one computation per key, expiry."""
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,4 @@
-"""A page that comes back on another server says so (ui/failover.py), and only then."""
+"""A page that comes back on another server says so (ui/shell/failover.py), and only then."""
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,4 @@
-"""The lesson pages' feature figures (ui/lesson_panels.py), against Plotly's own helpers."""
+"""The lesson pages' feature figures (ui/lessons/lesson_figures.py), against Plotly's own helpers."""
 from __future__ import annotations
 
 import numpy as np

@@ -2,7 +2,7 @@
 server's RSS comes back near where it started (issue: a class of 30, memory that does not leak).
 
 A real `streamlit run app.py` with short lifetimes (sessions dropped 2 s after their websocket
-closes, cache entries 3 s, sweeps every 1 s) and the heap report of ui/diagnostics.py.
+closes, cache entries 3 s, sweeps every 1 s) and the heap report of ui/shell/diagnostics.py.
 """
 from __future__ import annotations
 

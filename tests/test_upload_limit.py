@@ -1,6 +1,6 @@
 """Issue 19 item 4: one upload limit in bytes, stated once, that every layer agrees with.
 
-The limit is ``ui.views.UPLOAD_BYTES`` (32 MB = 32,000,000 bytes). Streamlit's uploader in the browser
+The limit is ``ui.explorer.traces.UPLOAD_BYTES`` (32 MB = 32,000,000 bytes). Streamlit's uploader in the browser
 refuses a file above ``server.maxUploadSize`` × 10⁶ bytes (it counts decimal MB; on Windows it counts
 MiB); Streamlit's server and nginx refuse a request body above ``maxUploadSize`` MiB, which leaves room
 for the multipart envelope of a file of the limit's size; the app's own check refuses anything above

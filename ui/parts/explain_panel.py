@@ -38,7 +38,7 @@ def pick_cell(key: str, q_key: str, k_key: str) -> None:
 
 
 def _num(x: float) -> str:
-    return number(x, ".4f")  # −∞ for a blocked score, — for a row with no visible key (ui/numbers.py)
+    return number(x, ".4f")  # −∞ for a blocked score, — for a row with no visible key (ui/parts/numbers.py)
 
 
 def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int) -> None:
@@ -54,9 +54,13 @@ def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, k
     else:
         body = _("score {s}, weight **{w}** = {num} / {den} (e^(s − m) / Σ over the row)").format(
             s=_num(e.score), w=_num(e.weight), num=_num(e.exps[key]), den=_num(e.exp_sum))
-    st.markdown(f"**{cell}** " + _("(outlined)") + f": {body}",
-                help=_("The cell outlined in the large heatmap: click another (up to 32 tokens) or pick the query and "
-                       "key under **Explain this number**, which shows every step."))
+    if chart.fallback_reason() is None:  # our element reads a click on the heatmap itself, at any size
+        hint = _("The cell outlined in the large heatmap: click another or pick the query and key under **Explain "
+                 "this number**, which shows every step.")
+    else:
+        hint = _("The cell outlined in the large heatmap: click another (up to 32 tokens) or pick the query and "
+                 "key under **Explain this number**, which shows every step.")
+    st.markdown(f"**{cell}** " + _("(outlined)") + f": {body}", help=hint)
 
 
 def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) -> None:
