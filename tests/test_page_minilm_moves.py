@@ -32,7 +32,7 @@ def test_stage_norms_link_draws_the_norms_focus_tiles_and_overview():
     at = open_page(text=TEXT, stage="norms", layer="2", head="5")
     ref = reference(TEXT)
     fig = focus(at)
-    assert fig["layout"]["meta"] == {"stage": "norms", "head": 5, "layer": 2, "batch": 0}
+    assert fig["layout"]["meta"] == {"stage": "norms", "head": 5, "layer": 2, "batch": 0, "cells": True}
     n = len(ref.tokens[0])
     expected = np.where(ref.visible(0), ref.stage("norms", 2)[0, 5], np.nan)
     np.testing.assert_allclose(heatmap_z(fig), expected, atol=1e-5)

@@ -36,7 +36,7 @@ def test_causal_page_norms_and_duplicate_token_colour():
 
     ids = "5 17 3 9 22 5 17 3 9 22"
     at = open_page("pages/causal.py", seq=ids, stage="norms", layer="1", head="2", color="duplicate_token")
-    assert focus(at)["layout"]["meta"] == {"stage": "norms", "head": 2, "layer": 1, "batch": 0}
+    assert focus(at)["layout"]["meta"] == {"stage": "norms", "head": 2, "layer": 1, "batch": 0, "cells": True}
     [over] = [f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == "overview"]
     expected = head_types(run_causal([int(t) for t in ids.split()]), 0, ("duplicate_token",))["duplicate_token"]
     np.testing.assert_allclose(np.array(over["layout"]["meta"]["scores"]).ravel(), expected, atol=1e-4)

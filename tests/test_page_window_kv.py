@@ -23,7 +23,7 @@ def tiles(at) -> dict:
 
 
 def test_masks_lab_shows_the_literal_window_mask():
-    at = new_app(text=SIX, section="Sliding window", window="3", sinks="1")
+    at = new_app(text=SIX, section="Sliding window", window="3", sinks="1", numbers="1")  # its box open (lazy)
     at.switch_page("pages/masks_lab.py").run()
     assert not at.exception, [e.value for e in at.exception]
     table = next(df for df in at.dataframe if df.value.shape == (6, 6)).value
@@ -37,7 +37,7 @@ def test_masks_lab_shows_the_literal_window_mask():
 
 
 def test_masks_lab_window_in_chinese():
-    at = new_app(text=SIX, section="Sliding window", window="2", sinks="0", lang="zh")
+    at = new_app(text=SIX, section="Sliding window", window="2", sinks="0", lang="zh", numbers="1")
     at.switch_page("pages/masks_lab.py").run()
     assert not at.exception, [e.value for e in at.exception]
     table = next(df for df in at.dataframe if df.value.shape == (6, 6)).value
