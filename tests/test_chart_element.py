@@ -157,3 +157,29 @@ def test_a_pattern_is_drawn_without_its_cell_markers_and_says_click_to_explain(n
     assert all("click to explain" not in t.get("hovertemplate", "") for t in quiet["data"])
     tiles = chart.spec(go.Figure(go.Heatmap(z=[[1, 2]])))
     assert chart.cell_clicks(tiles, select=True) == (tiles, False)
+
+
+def test_a_wide_pattern_zooms_on_drag_and_a_small_one_does_not_drag():
+    """The caption beside a head of more than 32 tokens says "drag over the figure to zoom in": its figure asks for
+    zoom (a selectable chart with no drag mode pans, in st.plotly_chart and in our element); a small head with its
+    cell markers keeps ``dragmode=False``."""
+    from transformer_core import EncoderConfig, run_toy
+    from transformer_core.figures.stage import stage_figure
+
+    for n, mode in ((12, False), (40, "zoom")):
+        trace = run_toy([" ".join(f"w{i}" for i in range(n))], EncoderConfig(d_model=16, n_heads=2))
+        assert stage_figure(trace, "weights").layout.dragmode == mode
+
+
+def test_the_smollm2_head_grid_hover_names_layer_and_head_once():
+    """The head grid's y axis labels every other layer "layer 2"; a hover template reading %{y} printed that tick text
+    ("layer layer 2, head 7"; 中文 "第 第 2 层 层"). It reads the cell's own [layer, head]."""
+    import numpy as np
+
+    from transformer_core.figures.smollm2 import head_grid_figure
+
+    fig = head_grid_figure(np.random.default_rng(0).random((30, 9)), value_name="score")
+    heat = fig.data[0]
+    assert "%{y}" not in heat.hovertemplate and "%{customdata[0]}" in heat.hovertemplate
+    assert [list(heat.customdata[l][h]) for l, h in ((0, 0), (2, 7), (29, 8))] == [[0, 0], [2, 7], [29, 8]]
+    assert "layer 2" in fig.layout.yaxis.ticktext  # the tick text the old template picked up

@@ -29,9 +29,12 @@ def head_grid_figure(values: np.ndarray, *, value_name: str, zmax: float = 1.0, 
     n_layers, n_heads = values.shape
     z = np.where(np.isfinite(values), values, np.nan)
     text = [[("—" if not np.isfinite(v) else format(float(v), fmt)) for v in row] for row in values]
+    # the hover names layer and head from customdata: %{y} gives the y axis's tick text ("layer 2") where there is one
     heat = go.Heatmap(z=z, x=np.arange(n_heads), y=np.arange(n_layers), zmin=0.0, zmax=zmax, colorscale=SEQUENTIAL,
                       text=text, hoverongaps=False, xgap=1, ygap=1,
-                      hovertemplate=_("layer {layer}, head {head}").format(layer="%{y}", head="%{x}")
+                      customdata=[[[layer, head] for head in range(n_heads)] for layer in range(n_layers)],
+                      hovertemplate=_("layer {layer}, head {head}").format(layer="%{customdata[0]}",
+                                                                           head="%{customdata[1]}")
                       + f"<br>{html.escape(value_name)} %{{text}}<extra></extra>",
                       colorbar=dict(title=dict(text=html.escape(value_name), side="right"), thickness=10, len=0.9))
     cells = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]

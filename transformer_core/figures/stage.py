@@ -357,6 +357,8 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
         fig.layout.meta = {**meta, "row_scale": True, "cells": True} if row_scale else {**meta, "cells": True}
         if len(tokens) <= CELL_MARKERS_MAX:
             add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
+        else:  # a drag zooms in (the app's caption says so; without it a selectable chart pans, as st.plotly_chart's)
+            fig.update_layout(dragmode="zoom")
         if cell is not None and max(cell) < len(tokens):
             outline_cell(fig, *cell)
     else:
