@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-from browser_utils import browser, chromium_missing, free_port, streamlit_server  # noqa: E402
+from browser_utils import CELL_CENTRE, browser, chromium_missing, free_port, streamlit_server  # noqa: E402
 from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)
 
 TWELVE = "The animal didn't cross the street because it was too tired."
@@ -176,17 +176,14 @@ def marker(meta_stage: str, first: int, step: int):
     def act(r):
         def do(page):
             x, y = page.evaluate("""([stage, i]) => {
+                const centre = """ + CELL_CENTRE + """;
                 const d = Array.from(document.querySelectorAll('.js-plotly-plot')).find(d => d.layout && d.layout.meta
                     && (stage === '*' ? !['heads', 'overview'].includes(d.layout.meta.stage)
                                         && Number.isInteger(d.layout.meta.head) : d.layout.meta.stage === stage));
                 const points = d.querySelectorAll('.scatterlayer .point');
                 if (!points.length) {  // our element draws no cell markers: the cell's centre on the heatmap's axes
-                    const t = d.data.find(t => t.type === 'heatmap'), n = t.x.length, j = i % (n * n);
-                    const xa = d._fullLayout.xaxis, ya = d._fullLayout.yaxis;
-                    d.scrollIntoView({block: 'center'});
-                    const r = d.getBoundingClientRect();
-                    return [r.left + xa._offset + xa.d2p(t.x[j % n]),
-                            r.top + ya._offset + ya.d2p(t.y[Math.floor(j / n)])];
+                    const n = d.data.find(t => t.type === 'heatmap').x.length, j = i % (n * n);
+                    return centre([d, Math.floor(j / n), j % n, true]);
                 }
                 points[i % points.length].scrollIntoView({block: 'center'});  // off screen, a click would miss
                 const r = points[i % points.length].getBoundingClientRect();

@@ -354,7 +354,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                       customdata=data if row_scale else None, **common)
         # "cells": a click on a cell can be read from the heatmap itself (ui/shell/chart.py reads it at any size and
         # drops the markers below, which only st.plotly_chart needs)
-        fig.layout.meta = {**meta, "row_scale": True, "cells": True} if row_scale else {**meta, "cells": True}
+        fig.layout.meta = {**meta, **({"row_scale": True} if row_scale else {}), "cells": True}
         if len(tokens) <= CELL_MARKERS_MAX:
             add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
         else:  # a drag zooms in (the app's caption says so; without it a selectable chart pans, as st.plotly_chart's)

@@ -43,7 +43,7 @@ function bind(host) {
   const send = list => host.__attention.send && host.__attention.send("select", list);
   host.on("plotly_click", event => {
     const point = host.__attention.cells && cell(event);
-    if (point) { host.__attention.clicked = Date.now(); send([point]); }
+    if (point) send([point]);
   });
   host.on("plotly_selected", event => { if (event) send(points(event)); });
   host.on("plotly_deselect", () => {
