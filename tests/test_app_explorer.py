@@ -202,6 +202,18 @@ def test_every_stage_offers_csv_and_the_page_offers_json_and_html():
     assert any("JSON" in label for label in labels) and any("HTML" in label for label in labels)
 
 
+def test_a_file_built_on_the_click_does_not_rerun_the_page():
+    """CI once saw the CSV button spin forever when clicked as the box opened: Streamlit answers a deferred
+    download through the session's message queue, and the click's rerun clears that queue when it starts. So
+    the three files built on the click (CSV, JSON, HTML) do not rerun; ui.shell.downloads decides it."""
+    at = run(text="the cat saw the cat", tables="1")
+    buttons = {b.proto.label: b.proto for b in at.get("download_button")}
+    assert len(buttons) == 3
+    for label, proto in buttons.items():
+        assert proto.deferred_file_id and not proto.url, label  # built on the click
+        assert proto.ignore_rerun, label
+
+
 def test_camera_button_format_follows_the_sidebar_choice():
     at = run(text="a b")
     at.sidebar.radio(key="shared_image_format").set_value("svg").run()
