@@ -163,6 +163,11 @@ class StreamlitSession:
                 self.page_hash = msg.navigation.page_script_hash
             elif kind == "page_info_changed":  # st.query_params changed: the browser's URL follows
                 self.query_string = msg.page_info_changed.query_string
+            elif (kind == "delta" and msg.delta.WhichOneof("type") == "add_block"
+                  and msg.delta.add_block.WhichOneof("type") == "expandable" and msg.delta.add_block.expandable.id):
+                box = msg.delta.add_block.expandable  # a keyed expander (on_change="rerun"): a widget, bool_value
+                self.widgets[box.label] = ("expander", box)
+                self.fragments[box.label] = msg.delta.fragment_id
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 el = msg.delta.new_element
                 t = el.WhichOneof("type")

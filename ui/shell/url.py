@@ -123,11 +123,17 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
         ss[key] = default
     value = ss.setdefault(key, default)
-    if st.query_params.get(url) != to_text(value):
+    text = to_text(value)
+    # The run's URL is the one the browser sent with its rerun request, which may predate our last write (a box
+    # opened and closed at once: the request says tables=0 while ``tables=1`` is still on its way to the browser).
+    # So write when the browser's URL differs or when what this session last wrote differs.
+    sent = ss.setdefault("_url_sent", {})
+    if st.query_params.get(url) != text or sent.get(url, text) != text:
         if (pending := getattr(_BATCH, "pending", None)) is not None:  # in batch(): written with the others, at once
-            pending[url] = to_text(value)
+            pending[url] = text
         else:
-            st.query_params[url] = to_text(value)
+            st.query_params[url] = text
+    sent[url] = text
     return value
 
 
