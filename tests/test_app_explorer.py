@@ -270,3 +270,14 @@ def test_a_batch_of_url_bindings_changes_the_address_once(monkeypatch):
     assert not any(("head" in a) != ("scale" in a) for a in sent), sent
     assert not any(("q" in a) != ("k" in a) for a in sent), sent
     assert len(sent) <= 8, len(sent)
+
+
+@pytest.mark.parametrize("stage", ["q", "k", "v", "context", "scores", "masked_scores", "weights"])
+def test_the_answer_says_outlined_only_where_the_focused_heatmap_frames_the_cell(stage):
+    at = run(stage=stage, q="2", k="1")
+    framed = [s for s in focus(at)["layout"].get("shapes", []) if s.get("name") == "chosen cell"]
+    answer = [m for m in at.markdown if "→ k" in m.value]
+    assert len(answer) == 1 and "weight **0.1359**" in answer[0].value  # the same number on every stage
+    assert len(framed) == (stage not in ("q", "k", "v", "context"))
+    assert ("(outlined)" in answer[0].value) == bool(framed)
+    assert ("outlined" in answer[0].help) == bool(framed)
