@@ -281,3 +281,14 @@ def test_the_answer_says_outlined_only_where_the_focused_heatmap_frames_the_cell
     assert len(framed) == (stage not in ("q", "k", "v", "context"))
     assert ("(outlined)" in answer[0].value) == bool(framed)
     assert ("outlined" in answer[0].help) == bool(framed)
+
+
+@pytest.mark.parametrize("word, opened", [("yes", True), ("True", True), (" on", True), ("no", False),
+                                          ("OFF", False), ("false", False)])
+def test_a_lazy_box_accepts_the_words_causal_accepts_and_writes_1_or_0(word, opened):
+    causal = run(text="the cat saw the cat", causal=word)
+    assert not causal.warning and causal.query_params["causal"] == ("1" if opened else "0")
+    at = run(text="the cat saw the cat", tables=word)
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.query_params["tables"] == ("1" if opened else "0")
+    assert bool([d for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]) == opened
