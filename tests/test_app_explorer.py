@@ -292,3 +292,12 @@ def test_a_lazy_box_accepts_the_words_causal_accepts_and_writes_1_or_0(word, ope
     assert not at.warning, [w.value for w in at.warning]
     assert at.query_params["tables"] == ("1" if opened else "0")
     assert bool([d for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]) == opened
+
+
+def test_chinese_calls_a_blocked_cell_blocked_and_the_stage_button_after_masking():
+    """One English word "masked", two Chinese ones: the stage button 掩码后, a blocked cell's hover 已屏蔽."""
+    at = run(lang="zh", causal="1", stage="weights", text="the cat sat")
+    assert "掩码后" in at.segmented_control(key="explorer_stage").options
+    overlay = next(t for t in focus(at)["data"] if t.get("name") == "已屏蔽")
+    assert "已屏蔽" in overlay["hovertemplate"] and "掩码后" not in overlay["hovertemplate"]
+    assert heatmap_z({"data": [overlay]})[0, 1] == 1 and np.isnan(heatmap_z({"data": [overlay]})[1, 0])  # causal

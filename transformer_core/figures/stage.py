@@ -20,7 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..records.trace import PATTERN_STAGES, Trace
-from ..text.i18n import N_, _
+from ..text.i18n import N_, _, pgettext
 from .files import chart_config, figure_filename  # noqa: F401  (re-exported: pages import them from here)
 from .text_size import display_width, text_px, wrap
 from .ticks import MAX_TICKS, fitted_positions, labelled_every, tick_positions  # noqa: F401  (re-exported)
@@ -205,7 +205,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     traces = [heat]
     # Blank cells have no hover of their own: a one-colour heatmap over them says why (uint8: 1 byte a cell).
     blank = ~np.isfinite(heat["z"])
-    for cells, text, colour in ((blocked & ~empty_rows[:, None], _("masked"), "#d9d9d9"),
+    for cells, text, colour in ((blocked & ~empty_rows[:, None], pgettext("blocked cell", "masked"), "#d9d9d9"),
                                 (blank & empty_rows[:, None], empty_note, "#b8b8b8")):
         if cells.any():
             traces.append(dict(
@@ -399,7 +399,7 @@ def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray, hidd
     n_rows, n_cols = values.shape
     qs, ks = np.divmod(np.arange(n_rows * n_cols), n_cols)
     flat = np.asarray(values, np.float64).ravel()
-    masked, value = _("masked"), _("value")
+    masked, value = pgettext("blocked cell", "masked"), _("value")  # not the stage button's "masked"
     text = [masked if not np.isfinite(v) else f"{value} {v:.4f}" for v in flat]
     if hidden is not None:
         note = _("hidden, not masked")
