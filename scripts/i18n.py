@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LOCALES = ROOT / "transformer_core" / "locales"
 POT = LOCALES / "messages.pot"
-KEYWORDS = ["-k", "_", "-k", "N_", "-k", "ngettext:1,2"]
+KEYWORDS = ["-k", "_", "-k", "N_", "-k", "ngettext:1,2", "-k", "pgettext:1c,2"]
 
 
 def extract(out: Path) -> None:

@@ -270,3 +270,34 @@ def test_a_batch_of_url_bindings_changes_the_address_once(monkeypatch):
     assert not any(("head" in a) != ("scale" in a) for a in sent), sent
     assert not any(("q" in a) != ("k" in a) for a in sent), sent
     assert len(sent) <= 8, len(sent)
+
+
+@pytest.mark.parametrize("stage", ["q", "k", "v", "context", "scores", "masked_scores", "weights"])
+def test_the_answer_says_outlined_only_where_the_focused_heatmap_frames_the_cell(stage):
+    at = run(stage=stage, q="2", k="1")
+    framed = [s for s in focus(at)["layout"].get("shapes", []) if s.get("name") == "chosen cell"]
+    answer = [m for m in at.markdown if "→ k" in m.value]
+    assert len(answer) == 1 and "weight **0.1359**" in answer[0].value  # the same number on every stage
+    assert len(framed) == (stage not in ("q", "k", "v", "context"))
+    assert ("(outlined)" in answer[0].value) == bool(framed)
+    assert ("outlined" in answer[0].help) == bool(framed)
+
+
+@pytest.mark.parametrize("word, opened", [("yes", True), ("True", True), (" on", True), ("no", False),
+                                          ("OFF", False), ("false", False)])
+def test_a_lazy_box_accepts_the_words_causal_accepts_and_writes_1_or_0(word, opened):
+    causal = run(text="the cat saw the cat", causal=word)
+    assert not causal.warning and causal.query_params["causal"] == ("1" if opened else "0")
+    at = run(text="the cat saw the cat", tables=word)
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.query_params["tables"] == ("1" if opened else "0")
+    assert bool([d for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]) == opened
+
+
+def test_chinese_calls_a_blocked_cell_blocked_and_the_stage_button_after_masking():
+    """One English word "masked", two Chinese ones: the stage button 掩码后, a blocked cell's hover 已屏蔽."""
+    at = run(lang="zh", causal="1", stage="weights", text="the cat sat")
+    assert "掩码后" in at.segmented_control(key="explorer_stage").options
+    overlay = next(t for t in focus(at)["data"] if t.get("name") == "已屏蔽")
+    assert "已屏蔽" in overlay["hovertemplate"] and "掩码后" not in overlay["hovertemplate"]
+    assert heatmap_z({"data": [overlay]})[0, 1] == 1 and np.isnan(heatmap_z({"data": [overlay]})[1, 0])  # causal

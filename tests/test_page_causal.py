@@ -113,3 +113,13 @@ def test_mask_off_explains_lower_or_higher():
     """Final model: loss rises without the mask (3.32 vs 2.22); step 600: it falls (2.37 vs 2.55, reads the answer)."""
     assert "Higher:" in _open(causal_mask="0").warning[0].value
     assert "Lower:" in _open(causal_mask="0", checkpoint="600").warning[0].value
+
+
+@pytest.mark.parametrize("lang, words", [("en", "at least 2 tokens"), ("zh", "至少输入 2 个词元")])
+def test_one_token_says_why_the_predictions_table_is_empty(lang, words):
+    at = _open(seq="5", preds="1", lang=lang)
+    assert all(len(d.value) for d in at.dataframe)  # no empty predictions table
+    assert any(words in i.value for i in at.info), [i.value for i in at.info]
+    two = _open(seq="5 7", preds="1")
+    table = next(d.value for d in two.dataframe if "position" in d.value.columns)
+    assert list(table["token"]) == [5] and list(table["next token"]) == [7]

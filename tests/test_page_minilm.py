@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from apptest_utils import charts, figures, focus, heatmap_z, new_app, tiles
+from apptest_utils import charts, decode, figures, focus, heatmap_z, new_app, tiles
 from transformer_core.figures.overview import gutter_for, overview_figure, picked_tile
 from transformer_core.models.minilm import PretrainedUnavailable
 from transformer_core.records.trace import Trace
@@ -305,3 +305,29 @@ def test_the_closed_tokens_box_sends_no_table_until_opened():
     assert not at.exception and at.query_params["tokens"] == "1"
     assert list(token_tables(at)[0].iloc[0][:3]) == ["[CLS]", "the", "cat"]
     assert token_tables(open_page(text=ONE, tokens="1"))  # a link with the box open
+
+
+@needs_minilm
+def test_a_hidden_special_token_cell_is_not_called_masked_and_its_hover_gives_the_panels_weight():
+    """?hide=1 only blanks [CLS]/[SEP]/[PAD] keys in view; the mask lets them through and they keep their weight."""
+    at = open_page(text=ONE, hide="1", stage="weights", q="2", k="0", layer="0", head="0")
+    fig = focus(at)
+    by_name = {t.get("name"): t for t in fig["data"]}
+    hidden = by_name["hidden, not masked"]
+    assert "masked" not in hidden["hovertemplate"].replace("not masked", "")
+    weight = float(np.asarray(decode(hidden["customdata"]))[2, 0])
+    panel = next(m.value for m in at.markdown if "→ k" in m.value)
+    assert f"weight **{weight:.4f}**" in panel and weight > 0.01
+    assert np.isnan(heatmap_z({"data": [by_name["masked"]]})[2, 0])  # the "masked" overlay is not over it
+
+
+def test_the_cell_markers_say_hidden_not_masked_with_the_computed_value():
+    from transformer_core import EncoderConfig, run_toy
+    from transformer_core.figures.stage import stage_figure
+
+    trace = run_toy(["a b c d"], EncoderConfig(d_model=16, n_heads=2), causal=True)
+    fig = stage_figure(trace, "weights", head=1, hide_keys=np.array([True, False, False, False]))
+    text = np.array(next(t for t in fig.data if t.name == "cells").text).reshape(4, 4)
+    w = trace.stage("weights", 0)[0, 1]
+    assert text[1, 0] == f"value {w[1, 0]:.4f}<br>hidden, not masked" and w[1, 0] > 0
+    assert text[0, 1] == "masked" and text[1, 1] == f"value {w[1, 1]:.4f}"  # causal: truly masked

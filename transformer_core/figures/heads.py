@@ -29,7 +29,7 @@ from .stage import DIVERGING, SCREEN_ONLY_LINE, SEQUENTIAL, SIGNED_STAGES, fitte
 from .overview import block_reduce, gutter_for, pool_for
 from ..analysis.shared_kv import trace_kv_heads
 from ..records.trace import PATTERN_STAGES, Trace
-from ..text.i18n import N_, _
+from ..text.i18n import N_, _, pgettext
 
 MAX_TILE = 64  # cells per tile side; a tile is ~80 px wide on screen, so more could not be seen anyway
 MARKER_TRACE = 1  # curve number of the tile-centre markers
@@ -148,7 +148,7 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
             g[r * (m_r + g_r):r * (m_r + g_r) + m_r, c * (m_c + g_c):c * (m_c + g_c) + m_c] = np.where(
                 shut[head], np.float32(1), np.float32(np.nan))
         grey = go.Heatmap(z=g, x=xs, y=ys, colorscale=[[0, MASKED_GREY], [1, MASKED_GREY]], zmin=0, zmax=1,
-                          showscale=False, hoverongaps=False, xgap=0, ygap=0, name=_("masked"),
+                          showscale=False, hoverongaps=False, xgap=0, ygap=0, name=pgettext("blocked cell", "masked"),
                           hoverinfo="skip")  # never in the way of a click on a tile-centre marker
     centres = [divmod(h, n_cols) for h in range(n_heads)]
     cx = [c * (m_c + g_c) + (m_c - 1) // 2 for _, c in centres]  # centre cell of each tile

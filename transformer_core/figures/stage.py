@@ -20,7 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..records.trace import PATTERN_STAGES, Trace
-from ..text.i18n import N_, _
+from ..text.i18n import N_, _, pgettext
 from .files import chart_config, figure_filename  # noqa: F401  (re-exported: pages import them from here)
 from .text_size import display_width, text_px, wrap
 from .ticks import MAX_TICKS, fitted_positions, labelled_every, tick_positions  # noqa: F401  (re-exported)
@@ -159,7 +159,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
             height: int | None = None, show_scale: bool = True, scale_title: str = "",
             row_ticks: list[str] | None = None, col_ticks: list[str] | None = None,
             empty_note: str = "no visible key: weights 0", width_px: int = FOCUS_WIDTH_PX,
-            customdata: np.ndarray | None = None, square: bool = False, fit_ticks: bool = False) -> go.Figure:
+            customdata: np.ndarray | None = None, square: bool = False, fit_ticks: bool = False,
+            hidden: np.ndarray | None = None) -> go.Figure:
     """One labelled heatmap of a 2-D matrix ``[rows, cols]``.
 
     ``visible`` (bool, same shape) blanks blocked cells; ``empty_rows`` (bool ``[rows]``)
@@ -171,6 +172,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     ``square``: cells stay square whatever width the browser gives the figure (``scaleanchor``).
     ``fit_ticks``: label every k-th row and column where the figure (``width_px`` × its height) is too small for
     every label (:func:`fitted_positions`; for narrow panels such as the lessons').
+    ``hidden`` (bool, same shape): blank cells that are *not* blocked (hidden from view only, e.g. special-token
+    keys): the hover says so and gives the cell's value (``customdata`` if given, else ``matrix``).
     """
     matrix = np.asarray(matrix, dtype=np.float32)
     n_rows, n_cols = matrix.shape
@@ -180,6 +183,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     row_ticks, col_ticks = row_ticks or row_labels, col_ticks or col_labels
     ticks_y = [f"{EMPTY_ROW_MARK} {t}" if e else t for t, e in zip(row_ticks, empty_rows)]
     blocked = np.zeros_like(matrix, bool) if visible is None else ~np.asarray(visible, bool)
+    hidden = np.zeros_like(blocked) if hidden is None else np.asarray(hidden, bool) & blocked
+    blocked &= ~hidden  # hidden cells were computed as usual: not masked
     zmin, zmax = zrange if zrange else (None, None)
     xgap = 1 if n_cols <= GAP_MAX_CELLS else 0
     ygap = 1 if n_rows <= GAP_MAX_CELLS else 0
@@ -200,7 +205,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     traces = [heat]
     # Blank cells have no hover of their own: a one-colour heatmap over them says why (uint8: 1 byte a cell).
     blank = ~np.isfinite(heat["z"])
-    for cells, text, colour in ((blocked & ~empty_rows[:, None], _("masked"), "#d9d9d9"),
+    for cells, text, colour in ((blocked & ~empty_rows[:, None], pgettext("blocked cell", "masked"), "#d9d9d9"),
                                 (blank & empty_rows[:, None], empty_note, "#b8b8b8")):
         if cells.any():
             traces.append(dict(
@@ -208,6 +213,14 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
                 x=xs, y=ys, colorscale=[[0, colour], [1, colour]], zmin=0, zmax=1,
                 showscale=False, hoverongaps=False, xgap=xgap, ygap=ygap, name=text,
                 hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{text}<extra></extra>"))
+    if hidden.any():  # same grey, but the hover gives the value the computation used (as the explain panel)
+        shown = np.asarray(matrix if customdata is None else customdata, np.float32)
+        traces.append(dict(
+            type="heatmap", z=np.where(hidden, np.float32(1), np.float32(np.nan)), customdata=shown,
+            x=xs, y=ys, colorscale=[[0, "#d9d9d9"], [1, "#d9d9d9"]], zmin=0, zmax=1, showscale=False,
+            hoverongaps=False, xgap=xgap, ygap=ygap, name=_("hidden, not masked"),
+            hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{customdata:.4f}}<br>"
+                          + _("hidden, not masked") + "<extra></extra>"))
     # ticklabeloverflow="allow" skips Plotly's per-label overflow check (most of the draw time at
     # 128 tokens in a browser profile). Beyond MAX_TICKS, label every k-th position.
     xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
@@ -345,18 +358,21 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                   fit_ticks=source is not None)
     if stage in PATTERN_STAGES:
         visible = trace.visible(batch).copy()
+        hidden = None  # cells the mask lets through but the view blanks (hide_keys): computed as usual
         if hide_keys is not None:
-            visible &= ~np.asarray(hide_keys, bool)[None, :]
+            hidden = visible & np.asarray(hide_keys, bool)[None, :]
+            visible &= ~hidden
         # raw scores are shown whole: masking has not happened yet at that stage
         fig = heatmap(row_scaled(data, visible) if row_scale else data, rows, rows,
-                      visible=None if stage == "scores" else visible,
+                      visible=None if stage == "scores" else visible, hidden=None if stage == "scores" else hidden,
                       empty_rows=None if stage == "scores" else trace.empty_rows(batch), col_ticks=ticks,
                       customdata=data if row_scale else None, **common)
         # "cells": a click on a cell can be read from the heatmap itself (ui/shell/chart.py reads it at any size and
         # drops the markers below, which only st.plotly_chart needs)
         fig.layout.meta = {**meta, **({"row_scale": True} if row_scale else {}), "cells": True}
         if len(tokens) <= CELL_MARKERS_MAX:
-            add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan))
+            add_cell_markers(fig, rows, data if stage == "scores" else np.where(visible, data, np.nan),
+                             hidden=None if stage == "scores" else hidden, hidden_values=data)
         else:  # a drag zooms in (the app's caption says so; without it a selectable chart pans, as st.plotly_chart's)
             fig.update_layout(dragmode="zoom")
         if cell is not None and max(cell) < len(tokens):
@@ -369,20 +385,26 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     return fig
 
 
-def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray) -> None:
+def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray, hidden: np.ndarray | None = None,
+                     hidden_values: np.ndarray | None = None) -> None:
     """A transparent marker on every cell, ``customdata = [query, key]``, so a click selects the cell.
 
     Clicking a heatmap cell does not reach Streamlit's ``on_select`` (streamlit #8760); a click on
     a scatter marker does (``clickmode="event+select"``). One marker per cell costs the browser
     time, so only small matrices get them (:data:`CELL_MARKERS_MAX`); the pickers always work.
     ``customdata`` is a plain list: a 2-D typed array would reach Streamlit's selection event as
-    ``{"0": q, "1": k}`` objects rather than pairs.
+    ``{"0": q, "1": k}`` objects rather than pairs. ``hidden`` cells (bool, blanked in view only) say so and
+    give their value from ``hidden_values``.
     """
     n_rows, n_cols = values.shape
     qs, ks = np.divmod(np.arange(n_rows * n_cols), n_cols)
     flat = np.asarray(values, np.float64).ravel()
-    masked, value = _("masked"), _("value")
+    masked, value = pgettext("blocked cell", "masked"), _("value")  # not the stage button's "masked"
     text = [masked if not np.isfinite(v) else f"{value} {v:.4f}" for v in flat]
+    if hidden is not None:
+        note = _("hidden, not masked")
+        for i in np.flatnonzero(np.asarray(hidden, bool).ravel()):
+            text[i] = f"{value} {float(np.ravel(hidden_values)[i]):.4f}<br>{note}"
     fig.add_trace(go.Scatter(
         x=[labels[k] for k in ks], y=[labels[q] for q in qs], customdata=np.stack([qs, ks], axis=1).tolist(),
         text=text, mode="markers", name="cells",

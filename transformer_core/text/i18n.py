@@ -72,6 +72,11 @@ def ngettext(singular: str, plural: str, n: int, language: str | None = None) ->
     return catalog(language or _language.get()).ngettext(singular, plural, n)
 
 
+def pgettext(context: str, message: str, language: str | None = None) -> str:
+    """``message`` as translated in ``context`` (a ``msgctxt``: one English word, two Chinese ones)."""
+    return catalog(language or _language.get()).pgettext(context, message)
+
+
 def N_(message: str) -> str:
     """Mark a constant for extraction without translating it (translate with :func:`_` where it is shown)."""
     return message

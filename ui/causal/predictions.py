@@ -88,7 +88,13 @@ def section(trace: Trace, ids: list[int], step: int, period: int | None) -> None
                         icon=":material/table:")
     if box.open:
         with box:
-            _table(trace, ids, probs, step, t)
+            if len(ids) > 1:
+                _table(trace, ids, probs, step, t)
+            else:  # each row pairs a prediction with the token that follows it: one token has none
+                st.info(_("One token has no next token to check a prediction against: each row of this table pairs "
+                          "a position's prediction with the token that really comes next. Type at least 2 tokens. "
+                          "The chart above still shows what the model predicts after this one."),
+                        icon=":material/info:")
 
     st.markdown(_("**Sample a continuation** with these T, top-k and top-p (seeded: the same seed draws the same "
                   "tokens). The line is the model's loss at every position: high on the first period, low on the "

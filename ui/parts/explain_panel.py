@@ -41,9 +41,10 @@ def _num(x: float) -> str:
     return number(x, ".4f")  # −∞ for a blocked score, — for a row with no visible key (ui/parts/numbers.py)
 
 
-def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int) -> None:
+def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int, outlined: bool = True) -> None:
     """The answer for the chosen cell in two short lines, placed beside (or above) the focused heatmap so a click's
-    answer is in view at 1280×720: the score, the weight and the row's softmax; the steps follow in :func:`show`."""
+    answer is in view at 1280×720: the score, the weight and the row's softmax; the steps follow in :func:`show`.
+    ``outlined``: the focused heatmap frames the cell (a query × key stage, not Q, K, V or the context)."""
     e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
     tokens = trace.tokens[batch]
     cell = _("q {q} → k {k}").format(q=plain(f"{query}: {tokens[query]}"), k=plain(f"{key}: {tokens[key]}"))
@@ -54,6 +55,10 @@ def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, k
     else:
         body = _("score {s}, weight **{w}** = {num} / {den} (e^(s − m) / Σ over the row)").format(
             s=_num(e.score), w=_num(e.weight), num=_num(e.exps[key]), den=_num(e.exp_sum))
+    if not outlined:  # Q, K, V, context: the heatmap is position × dimension, no cell is framed
+        st.markdown(f"**{cell}**: {body}", help=_("Pick the query and key under **Explain this number**, which shows "
+                                                   "every step."))
+        return
     if chart.fallback_reason() is None:  # our element reads a click on the heatmap itself, at any size
         hint = _("The cell outlined in the large heatmap: click another or pick the query and key under **Explain "
                  "this number**, which shows every step.")

@@ -18,6 +18,7 @@ from transformer_core.text.tokenize import cut_graphemes, normalize_text, visibl
 from .failover import moved_this_run
 from .i18n import N_, _, resend_label
 from .markdown import plain
+from .url import FALSE_WORDS, TRUE_WORDS
 
 MAX_CHARS = 4000  # text area limit (MiniLM reads up to 512 WordPiece tokens, ~2,500 characters of English)
 MAX_SENTENCES = 6  # lines after the sixth are ignored, with a note
@@ -49,7 +50,7 @@ APPLIES = {
     "llm": (set(), N_("Greyed out here: SmolLM2 reads its own prompt with its own tokenizer, sizes and trained "
                       "weights; the sidebar's settings apply on the other pages.")),
 }
-_TRUE, _FALSE = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}
+_TRUE, _FALSE = TRUE_WORDS, FALSE_WORDS  # the lazy boxes (ui/shell/lazy.py) accept the same words
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ def sent_by_browser(key: str) -> bool:
 
 
 _MISSING = object()
+TRUE_WORDS, FALSE_WORDS = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}  # what ?causal= accepts
+BOOL_ALIASES = {w: w in TRUE_WORDS for w in TRUE_WORDS | FALSE_WORDS}  # ``aliases=`` for a True/False option
 
 
 def _number(text) -> float | None:
@@ -43,16 +45,20 @@ def _number(text) -> float | None:
 def match(raw, options: Sequence, to_text: Callable = str, aliases: Mapping | None = None):
     """The option ``raw`` (a URL value) names, else ``_MISSING``: its text, or a number equal to a numeric option
     (``temp=1.0``, ``0.50`` or ``1e2`` for 1, 0.5 and 100; issue 33), or a number ``aliases`` maps to an option
-    (``top_p=1`` keeps every token: ``{1: "off"}``)."""
+    (``top_p=1`` keeps every token: ``{1: "off"}``), or a word it maps, in any case (:data:`BOOL_ALIASES`)."""
     text = str(raw)
     for option in options:
         if to_text(option) == text:
+            return option
+    word = text.strip().lower()
+    for value, option in (aliases or {}).items():
+        if isinstance(value, str) and value == word:
             return option
     number = _number(text)
     if number is None:
         return _MISSING
     for value, option in (aliases or {}).items():
-        if float(value) == number:
+        if not isinstance(value, str) and float(value) == number:
             return option
     for option in options:
         if isinstance(option, int | float) and not isinstance(option, bool) and float(option) == number:
