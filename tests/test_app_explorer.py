@@ -281,6 +281,9 @@ def test_the_answer_says_outlined_only_where_the_focused_heatmap_frames_the_cell
     assert len(framed) == (stage not in ("q", "k", "v", "context"))
     assert ("(outlined)" in answer[0].value) == bool(framed)
     assert ("outlined" in answer[0].help) == bool(framed)
+    # the explain panel's note says a click on the large heatmap picks a cell only where it is query × key
+    notes = [c.value for c in at.caption if "address bar now opens this very number" in c.value]
+    assert len(notes) == 1 and notes[0].startswith("Or click a cell") == bool(framed), notes
 
 
 @pytest.mark.parametrize("word, opened", [("yes", True), ("True", True), (" on", True), ("no", False),

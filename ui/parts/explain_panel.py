@@ -68,8 +68,9 @@ def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, k
     st.markdown(f"**{cell}** " + _("(outlined)") + f": {body}", help=hint)
 
 
-def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) -> None:
-    """The panel for the cell chosen in the URL or the pickers (query and key of sentence ``batch``)."""
+def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str, clickable: bool = True) -> None:
+    """The panel for the cell chosen in the URL or the pickers (query and key of sentence ``batch``).
+    ``clickable``: the large heatmap is query × key (a click there picks the cell); False on Q, K, V and context."""
     tokens = trace.tokens[batch]
     n = len(tokens)
     q_key, k_key = f"{key_prefix}q", f"{key_prefix}k"
@@ -81,7 +82,10 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str) ->
     left, right, note = st.columns([1, 1, 2], vertical_alignment="bottom")
     query = left.selectbox(_("Query (row)"), range(n), key=q_key, format_func=options.__getitem__)
     key = right.selectbox(_("Key (column)"), range(n), key=k_key, format_func=options.__getitem__)
-    if chart.fallback_reason() is None:  # our element reads a click on the heatmap itself, at any size
+    if not clickable:  # the large heatmap is positions × d_k: its cells are not a query and a key
+        note.caption(_("On the scores and weights stages a click on the large heatmap picks a cell too. The link in "
+                       "the address bar now opens this very number."))
+    elif chart.fallback_reason() is None:  # our element reads a click on the heatmap itself, at any size
         note.caption(_("Or click a cell of the large heatmap. The link in the address bar now opens this very number."))
     else:
         note.caption(_("Or click a cell of the large heatmap (up to 32 tokens). The link in the address bar now opens "

@@ -272,4 +272,5 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     if explain and all(name in trace.stages or f"layers.{layer}.attention.{name}" in trace.stages
                        for name in ("q", "k", "v", "scores", "weights", "context")):
         st.divider()
-        explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=key_prefix)
+        explain_panel.show(trace, batch=batch, layer=layer, head=head, key_prefix=key_prefix,
+                           clickable=stage in PATTERN_STAGES)
