@@ -160,3 +160,25 @@ def test_clicking_a_cell_explains_it(server, chromium):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "explain_panel.png"))
     page.close()
+
+
+def test_a_click_at_the_end_of_a_fast_move_takes_the_cell_under_the_pointer(server, chromium):
+    """plotly.js's hover is throttled (one per 50 ms), and its click names the cell of the last hover: a click
+    right after the pointer crossed another cell (an attack's find) explained that other cell. Our element reads
+    the cell under the pointer (ui/shell/chart.js ``cell``)."""
+    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": "a b c d e f g h i j k l", "causal": 0}))
+    focus = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout && d.layout.meta && d.layout.meta.cells)"""
+    first, then = cell_centre(page, focus, 3, 2, scroll=True), cell_centre(page, focus, 9, 8)
+    page.mouse.move(*first)
+    page.locator(".hoverlayer .hovertext").first.wait_for(timeout=10_000)  # the hover of cell (3, 2) is drawn
+    page.mouse.move(2, 700)
+    page.wait_for_timeout(300)
+    page.mouse.move(*first)  # a hover computed now: the next one waits 50 ms
+    page.mouse.click(*then)
+    page.wait_for_function("() => { const s = new URLSearchParams(location.search); "
+                           "return s.get('q') !== '0' || s.get('k') !== '0'; }", timeout=60_000)
+    wait_idle(page)
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert (query["q"], query["k"]) == (["9"], ["8"]), page.url
+    page.close()

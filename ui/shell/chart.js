@@ -30,19 +30,37 @@ function points(event) {
   });
 }
 
-// a click on a query × key heatmap's cell (ui/shell/chart.py cell_clicks), sent as the cell marker's point would be
-function cell(event) {
+// the index of the category or value of ``values`` drawn nearest to pixel ``px`` of ``axis`` (-1: none)
+function nearest(axis, values, px) {
+  let best = -1, gap = Infinity;
+  values.forEach((v, i) => {
+    const d = Math.abs(axis.d2p(v) - px);
+    if (d < gap) { gap = d; best = i; }
+  });
+  return best;
+}
+
+// a click on a query × key heatmap's cell (ui/shell/chart.py cell_clicks), sent as the cell marker's point would be.
+// The cell is the one under the pointer: plotly.js names the cell of its last hover, which is throttled, so a click
+// at the end of a fast move named the cell before.
+function cell(event, host) {
   const p = event && event.points && event.points[0];
   if (!p || !p.data || p.data.type !== "heatmap" || !Array.isArray(p.pointNumber)) return null;
-  const [query, key] = p.pointNumber;  // z[row][column]: row = query position, column = key position
-  const columns = (p.data.x || []).length;
-  return {x: p.x, y: p.y, curveNumber: p.curveNumber, pointIndex: query * columns + key, customdata: [query, key]};
+  let [query, key] = p.pointNumber;  // z[row][column]: row = query position, column = key position
+  const xs = p.data.x || [], ys = p.data.y || [], e = event.event, xa = p.xaxis, ya = p.yaxis;
+  if (e && xa && ya && xa.d2p && ya.d2p && xs.length && ys.length) {
+    const r = host.getBoundingClientRect();
+    const k = nearest(xa, xs, e.clientX - r.left - xa._offset), q = nearest(ya, ys, e.clientY - r.top - ya._offset);
+    if (k >= 0 && q >= 0) [query, key] = [q, k];
+  }
+  return {x: xs[key] ?? p.x, y: ys[query] ?? p.y, curveNumber: p.curveNumber, pointIndex: query * (xs.length || p.data.z[0].length) + key,
+          customdata: [query, key]};
 }
 
 function bind(host) {
   const send = list => host.__attention.send && host.__attention.send("select", list);
   host.on("plotly_click", event => {
-    const point = host.__attention.cells && cell(event);
+    const point = host.__attention.cells && cell(event, host);
     if (point) send([point]);
   });
   host.on("plotly_selected", event => { if (event) send(points(event)); });
