@@ -34,7 +34,8 @@ def _small(fig: go.Figure, height: int = 320) -> go.Figure:
                                                                    thickness=8, len=1.0, title=None))
     fig.update_xaxes(title=None)
     margin = fig.layout.margin
-    fig.update_layout(height=height, margin=dict(l=margin.l, r=4, t=(margin.t or 0) + 6, b=40),
+    # 8 px more on the left: the rotated query title touched the row labels at 1280×720 (four panels a row)
+    fig.update_layout(height=height, margin=dict(l=(margin.l or 0) + 8, r=4, t=(margin.t or 0) + 6, b=40),
                       title=dict(yref="container", y=0.99, yanchor="top", x=0.01, xanchor="left", font=dict(size=13),
                                  automargin=False))
     return fig
