@@ -295,6 +295,16 @@ def test_a_lazy_box_accepts_the_words_causal_accepts_and_writes_1_or_0(word, ope
     assert not at.warning, [w.value for w in at.warning]
     assert at.query_params["tables"] == ("1" if opened else "0")
     assert bool([d for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]) == opened
+    every = run(text="the cat saw the cat", all=word)  # every on/off choice, not only the boxes (an attack's find)
+    assert not every.warning and every.query_params["all"] == ("1" if opened else "0")
+
+
+def test_a_repeated_parameter_is_written_back_once_and_a_long_one_is_cut_with_an_ellipsis():
+    at = run(text="the cat", tables=["1", "0"])  # ?tables=1&tables=0: the last wins, and the URL says it once
+    assert at.query_params["tables"] in ("0", ["0"]) and not at.warning, at.query_params["tables"]
+    at = run(text="the cat", stage="x" * 60)
+    (note,) = [w.value for w in at.warning]
+    assert "stage=" + "x" * 40 + "…" in note
 
 
 def test_chinese_calls_a_blocked_cell_blocked_and_the_stage_button_after_masking():

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from .url import BOOL_ALIASES, bind_url
+from .url import bind_url
 
 
 def lazy_expander(label: str, *, key: str, url: str, **kwargs):
     """``st.expander(label, key=key, on_change="rerun")`` with its open state in ``?{url}=1``; read ``.open``."""
-    # read: 1/0, true/false, on/off, yes/no as ?causal= (BOOL_ALIASES); written: 1 or 0
-    bind_url(key, url, (False, True), False, to_text=lambda v: "1" if v else "0", aliases=BOOL_ALIASES)
+    # read: 1/0, true/false, on/off, yes/no as ?causal= (bind_url's on/off words); written: 1 or 0
+    bind_url(key, url, (False, True), False, to_text=lambda v: "1" if v else "0")
     # no ``expanded=``: it is part of the widget's id, and bind_url (the URL) or the browser says whether it is open
     return st.expander(label, key=key, on_change="rerun", **kwargs)

@@ -106,6 +106,8 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     unchanged value otherwise keeps showing the old label in the browser (STREAMLIT-NOTES).
     """
     ss = st.session_state
+    if aliases is None and all(isinstance(o, bool) for o in options):
+        aliases = BOOL_ALIASES  # every on/off choice takes the words ?causal= takes (yes, on, true, …)
     if moved_this_run() and key not in ss:  # a new session that already shows a page (ui/shell/failover.py)
         found = _from_url(url, options, default, to_text, aliases)
         if sent_by_browser(key):  # the widget gets the browser's value; sections read this one until it is drawn
@@ -124,7 +126,7 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
             ss[key] = found
         else:
             st.warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
-                param=plain(f"{url}={str(raw)[:40]}"), options=plain(describe(options, to_text)),
+                param=plain(f"{url}={str(raw)[:40]}" + ("…" if len(str(raw)) > 40 else "")), options=plain(describe(options, to_text)),
                 default=plain(to_text(default))), icon=":material/warning:")
     if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
         ss[key] = default
@@ -134,7 +136,7 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     # opened and closed at once: the request says tables=0 while ``tables=1`` is still on its way to the browser).
     # So write when the browser's URL differs or when what this session last wrote differs.
     sent = ss.setdefault("_url_sent", {})
-    if st.query_params.get(url) != text or sent.get(url, text) != text:
+    if st.query_params.get(url) != text or sent.get(url, text) != text or len(st.query_params.get_all(url)) > 1:
         if (pending := getattr(_BATCH, "pending", None)) is not None:  # in batch(): written with the others, at once
             pending[url] = text
         else:
