@@ -14,7 +14,8 @@ and a run that starts clears that queue of all but its lifecycle messages (``For
 click's own rerun started just after the answer was queued, the answer was dropped and the button spun forever
 (CI saw it once, clicking as the box of downloads opened; here 1 click in 12 under three busy cores). A moved
 page's deferred buttons point at this server once the resync run (ui/shell/failover.py) has drawn it, a few
-seconds after the reconnect; a click before that gets Streamlit's "Failed to generate file" under the button.
+seconds after the reconnect; a click before that should get Streamlit's "Failed to generate file for download"
+under the button (its DeferredFileHandler's answer to an unknown id).
 """
 from __future__ import annotations
 
