@@ -20,7 +20,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..records.trace import PATTERN_STAGES, Trace
-from ..text.i18n import N_, _, pgettext
+from ..text.i18n import N_, _
+from .cells import add_cell_markers, blank_overlays
 from .files import chart_config, figure_filename  # noqa: F401  (re-exported: pages import them from here)
 from .text_size import display_width, text_px, wrap
 from .ticks import MAX_TICKS, fitted_positions, labelled_every, tick_positions  # noqa: F401  (re-exported)
@@ -202,25 +203,11 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         heat["hovertemplate"] = (f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{customdata:.4f}}"
                                  "<br>" + _("colour {z} of the row's largest").format(z="%{z:.2f}")
                                  + "<extra></extra>")
-    traces = [heat]
-    # Blank cells have no hover of their own: a one-colour heatmap over them says why (uint8: 1 byte a cell).
-    blank = ~np.isfinite(heat["z"])
-    for cells, text, colour in ((blocked & ~empty_rows[:, None], pgettext("blocked cell", "masked"), "#d9d9d9"),
-                                (blank & empty_rows[:, None], empty_note, "#b8b8b8")):
-        if cells.any():
-            traces.append(dict(
-                type="heatmap", z=np.where(cells, np.float32(1), np.float32(np.nan)),
-                x=xs, y=ys, colorscale=[[0, colour], [1, colour]], zmin=0, zmax=1,
-                showscale=False, hoverongaps=False, xgap=xgap, ygap=ygap, name=text,
-                hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{text}<extra></extra>"))
-    if hidden.any():  # same grey, but the hover gives the value the computation used (as the explain panel)
-        shown = np.asarray(matrix if customdata is None else customdata, np.float32)
-        traces.append(dict(
-            type="heatmap", z=np.where(hidden, np.float32(1), np.float32(np.nan)), customdata=shown,
-            x=xs, y=ys, colorscale=[[0, "#d9d9d9"], [1, "#d9d9d9"]], zmin=0, zmax=1, showscale=False,
-            hoverongaps=False, xgap=xgap, ygap=ygap, name=_("hidden, not masked"),
-            hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{customdata:.4f}}<br>"
-                          + _("hidden, not masked") + "<extra></extra>"))
+    # blank cells have no hover of their own: one-colour heatmaps over them say why (masked, no key, hidden)
+    traces = [heat, *blank_overlays(
+        blocked=blocked & ~empty_rows[:, None], empty=~np.isfinite(heat["z"]) & empty_rows[:, None], hidden=hidden,
+        values=matrix if customdata is None else customdata, xs=xs, ys=ys, xgap=xgap, ygap=ygap,
+        row_title=row_title, col_title=col_title, empty_note=empty_note)]
     # ticklabeloverflow="allow" skips Plotly's per-label overflow check (most of the draw time at
     # 128 tokens in a browser profile). Beyond MAX_TICKS, label every k-th position.
     xticks, yticks = tick_positions(n_cols), tick_positions(n_rows)
@@ -383,33 +370,3 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     if source is not None:
         title_and_caption(fig, caption, [note] + list(source), width_px)
     return fig
-
-
-def add_cell_markers(fig: go.Figure, labels: list[str], values: np.ndarray, hidden: np.ndarray | None = None,
-                     hidden_values: np.ndarray | None = None) -> None:
-    """A transparent marker on every cell, ``customdata = [query, key]``, so a click selects the cell.
-
-    Clicking a heatmap cell does not reach Streamlit's ``on_select`` (streamlit #8760); a click on
-    a scatter marker does (``clickmode="event+select"``). One marker per cell costs the browser
-    time, so only small matrices get them (:data:`CELL_MARKERS_MAX`); the pickers always work.
-    ``customdata`` is a plain list: a 2-D typed array would reach Streamlit's selection event as
-    ``{"0": q, "1": k}`` objects rather than pairs. ``hidden`` cells (bool, blanked in view only) say so and
-    give their value from ``hidden_values``.
-    """
-    n_rows, n_cols = values.shape
-    qs, ks = np.divmod(np.arange(n_rows * n_cols), n_cols)
-    flat = np.asarray(values, np.float64).ravel()
-    masked, value = pgettext("blocked cell", "masked"), _("value")  # not the stage button's "masked"
-    text = [masked if not np.isfinite(v) else f"{value} {v:.4f}" for v in flat]
-    if hidden is not None:
-        note = _("hidden, not masked")
-        for i in np.flatnonzero(np.asarray(hidden, bool).ravel()):
-            text[i] = f"{value} {float(np.ravel(hidden_values)[i]):.4f}<br>{note}"
-    fig.add_trace(go.Scatter(
-        x=[labels[k] for k in ks], y=[labels[q] for q in qs], customdata=np.stack([qs, ks], axis=1).tolist(),
-        text=text, mode="markers", name="cells",
-        showlegend=False, marker=dict(size=max(8, min(30, 360 // max(n_rows, 1))), symbol="square", opacity=0),
-        selected=dict(marker=dict(opacity=0)), unselected=dict(marker=dict(opacity=0)),
-        hovertemplate=_("query") + " %{y}<br>" + _("key") + " %{x}<br>%{text}<br><b>" + _("click to explain")
-        + "</b><extra></extra>"))
-    fig.update_layout(clickmode="event+select", hovermode="closest", dragmode=False)
