@@ -65,8 +65,14 @@ def pick(label: str, option: str, root: str = "stMain"):
     def act(page):
         box = page.get_by_test_id(root).get_by_test_id("stSelectbox").filter(
             has=page.get_by_text(label, exact=True)).first.get_by_role("combobox")
-        open_list(page, box, option)
-        page.get_by_role("option", name=option, exact=True).click()
+        for attempt in range(3):  # the open list was once redrawn away under a loaded full suite: open it again
+            open_list(page, box, option)
+            try:
+                page.get_by_role("option", name=option, exact=True).click(timeout=10_000)
+                return
+            except Exception:
+                page.keyboard.press("Escape")
+        raise AssertionError(f"could not choose {option!r} in {label!r}")
     return act
 
 
