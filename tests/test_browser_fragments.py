@@ -65,27 +65,21 @@ def pick(label: str, option: str, root: str = "stMain"):
     def act(page):
         box = page.get_by_test_id(root).get_by_test_id("stSelectbox").filter(
             has=page.get_by_text(label, exact=True)).first.get_by_role("combobox")
-        for attempt in range(3):  # the open list was once redrawn away under a loaded full suite: open it again
-            open_list(page, box, option)
-            try:
-                page.get_by_role("option", name=option, exact=True).click(timeout=10_000)
-                return
-            except Exception:
-                page.keyboard.press("Escape")
-        raise AssertionError(f"could not choose {option!r} in {label!r}")
+        choose(page, box, option)
     return act
 
 
-def open_list(page, box, option: str) -> None:
-    """Open a selectbox's list (a click or a key does not always open it at once)."""
-    for attempt in range(5):
+def choose(page, box, option: str) -> None:
+    """Open a selectbox's list and click ``option``. A click or a key does not always open the list at once, and
+    an open list was once redrawn away under a loaded full suite (the option detached for 30 s): try again."""
+    for attempt in range(6):
         (box.click if attempt % 2 else lambda: box.press("ArrowDown"))()
         try:
-            page.get_by_role("option", name=option, exact=True).wait_for(timeout=2000)
+            page.get_by_role("option", name=option, exact=True).click(timeout=2000 if attempt < 5 else 10_000)
             return
         except Exception:
             page.keyboard.press("Escape")
-    raise AssertionError(f"the list with {option!r} did not open")
+    raise AssertionError(f"could not choose {option!r}")
 
 
 def type_text(text: str):
