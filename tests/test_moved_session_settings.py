@@ -156,7 +156,7 @@ def test_a_download_clicked_as_the_page_moved_is_said_again_as_a_toast_when_the_
     # first run: the note at the button and its toast; the redraw: the warning at the top and a toast again
     assert run.payload.count(b"this file did not come") == 4
 
-def test_every_download_button_of_the_app_reruns_when_clicked():
+def test_every_download_button_of_the_app_goes_through_ui_shell_downloads():
     """Item 3, everywhere: the pages' download buttons go through ui.shell.downloads, which alone chooses
     on_click: "rerun" for a file built in the run, "ignore" only for one built on the click (Streamlit's deferred
     download, whose answer the click's own rerun could drop: tests/test_app_explorer.py)."""
