@@ -30,7 +30,7 @@ with extras:
     # lazy (``.open``): its token table, a data grid, is built and sent only once opened (a first visit does not load
     # the grid's code for a box nobody opened); ``?tables=1`` keeps it open on a rerun and in a copied link
     box = lazy_expander(_("Tokens, downloads and reopening a saved trace"), key="explorer_tables", url="tables",
-                        icon=":material/table:")
+                        icon=":material/table:", note_to=main)  # a refused ?tables= is said above the figures
 tables = box.container()
 with box:  # the uploader is drawn closed too: a file uploaded stays shown when the box is closed again
     trace = traces.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)

@@ -314,3 +314,18 @@ def test_chinese_calls_a_blocked_cell_blocked_and_the_stage_button_after_masking
     overlay = next(t for t in focus(at)["data"] if t.get("name") == "已屏蔽")
     assert "已屏蔽" in overlay["hovertemplate"] and "掩码后" not in overlay["hovertemplate"]
     assert heatmap_z({"data": [overlay]})[0, 1] == 1 and np.isnan(heatmap_z({"data": [overlay]})[1, 0])  # causal
+
+
+def test_a_refused_box_value_is_said_above_the_figures():
+    """The box of tokens and downloads sits at the bottom of the page; a refused ``?tables=`` was said there, out of
+    view on arrival (an attack's find). It is said above the figures, before the first chart."""
+    at = run(text="the cat", tables="maybe")
+
+    def walk(node):
+        yield node
+        for child in getattr(node, "children", {}).values():
+            yield from walk(child)
+
+    kinds = [getattr(n, "type", "") for n in walk(at.main)]
+    assert [w.value for w in at.warning] == ["URL parameter tables=maybe ignored (choose one of 0, 1); using 0."]
+    assert kinds.index("warning") < kinds.index("bidi_component")  # our chart element

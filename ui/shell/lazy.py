@@ -13,9 +13,10 @@ import streamlit as st
 from .url import bind_url
 
 
-def lazy_expander(label: str, *, key: str, url: str, **kwargs):
-    """``st.expander(label, key=key, on_change="rerun")`` with its open state in ``?{url}=1``; read ``.open``."""
+def lazy_expander(label: str, *, key: str, url: str, note_to=None, **kwargs):
+    """``st.expander(label, key=key, on_change="rerun")`` with its open state in ``?{url}=1``; read ``.open``.
+    ``note_to``: where a refused ``?{url}=`` value's note goes (see :func:`ui.shell.url.bind_url`)."""
     # read: 1/0, true/false, on/off, yes/no as ?causal= (bind_url's on/off words); written: 1 or 0
-    bind_url(key, url, (False, True), False, to_text=lambda v: "1" if v else "0")
+    bind_url(key, url, (False, True), False, to_text=lambda v: "1" if v else "0", note_to=note_to)
     # no ``expanded=``: it is part of the widget's id, and bind_url (the URL) or the browser says whether it is open
     return st.expander(label, key=key, on_change="rerun", **kwargs)

@@ -86,7 +86,7 @@ def _from_url(url: str, options: Sequence, default, to_text: Callable, aliases: 
 
 
 def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable = str,
-             labels: Sequence[str] | None = None, aliases: Mapping | None = None):
+             labels: Sequence[str] | None = None, aliases: Mapping | None = None, note_to=None):
     """Seed the widget state ``st.session_state[key]`` from ``?url=…`` and keep the URL in step.
 
     Call just before creating the widget with ``key``. The URL is read only while the widget has
@@ -99,6 +99,9 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     'minilm_pair'). On that run (ui/shell/failover.py) the URL fills in every widget the browser did not
     resend; a widget it did resend keeps the browser's value (the click that caused the run), and
     :func:`settle_moved_run` reruns the page if that value differs from the one returned here.
+
+    ``note_to``: where a refused value's note goes (a container higher on the page, drawn by the same run and not
+    in a fragment; default: here).
 
     ``labels``: the option texts the widget shows, when they depend on the learner's text (a
     sentence or token picker). When they differ from the last run's, the value is assigned again,
@@ -125,7 +128,7 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
         if (found := match(raw, options, to_text, aliases)) is not _MISSING:
             ss[key] = found
         else:
-            st.warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
+            (note_to or st).warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
                 param=plain(f"{url}={str(raw)[:40]}" + ("…" if len(str(raw)) > 40 else "")), options=plain(describe(options, to_text)),
                 default=plain(to_text(default))), icon=":material/warning:")
     if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
