@@ -67,7 +67,8 @@ def main() -> int:
         print(f"bench_click_floor: cannot run: {missing}", file=sys.stderr)
         return 1
     if not (ROOT / "static" / "plotly").is_dir():
-        print("bench_click_floor: cannot run: static/plotly is missing (python scripts/fetch_plotly.py)", file=sys.stderr)
+        print("bench_click_floor: cannot run: static/plotly is missing (python scripts/fetch_plotly.py)",
+              file=sys.stderr)
         return 1
     from bench_visit import TWELVE, bare_page, bare_visit
 
@@ -103,7 +104,8 @@ def main() -> int:
     print("| page | median (s) | × bare | max (s) | run over, median (s) |")
     print("|---|---:|---:|---:|---:|")
     for label, median, worst, run_over in rows:
-        print(f"| {label} | {median:.2f} | {f'{median / floor:.2f}' if floor else '–'} | {worst:.2f} | {run_over:.2f} |")
+        ratio = f"{median / floor:.2f}" if floor else "–"
+        print(f"| {label} | {median:.2f} | {ratio} | {worst:.2f} | {run_over:.2f} |")
     print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
     return 0
 

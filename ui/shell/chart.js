@@ -53,7 +53,8 @@ function cell(event, host) {
     const k = nearest(xa, xs, e.clientX - r.left - xa._offset), q = nearest(ya, ys, e.clientY - r.top - ya._offset);
     if (k >= 0 && q >= 0) [query, key] = [q, k];
   }
-  return {x: xs[key] ?? p.x, y: ys[query] ?? p.y, curveNumber: p.curveNumber, pointIndex: query * (xs.length || p.data.z[0].length) + key,
+  const columns = xs.length || p.data.z[0].length;
+  return {x: xs[key] ?? p.x, y: ys[query] ?? p.y, curveNumber: p.curveNumber, pointIndex: query * columns + key,
           customdata: [query, key]};
 }
 

@@ -18,7 +18,7 @@ from transformer_core.text.tokenize import cut_graphemes, normalize_text, visibl
 from .failover import moved_this_run
 from .i18n import N_, _, resend_label
 from .markdown import plain
-from .url import FALSE_WORDS, TRUE_WORDS
+from .url import BOOL_ALIASES
 
 MAX_CHARS = 4000  # text area limit (MiniLM reads up to 512 WordPiece tokens, ~2,500 characters of English)
 MAX_SENTENCES = 6  # lines after the sixth are ignored, with a note
@@ -50,7 +50,6 @@ APPLIES = {
     "llm": (set(), N_("Greyed out here: SmolLM2 reads its own prompt with its own tokenizer, sizes and trained "
                       "weights; the sidebar's settings apply on the other pages.")),
 }
-_TRUE, _FALSE = TRUE_WORDS, FALSE_WORDS  # the lazy boxes (ui/shell/lazy.py) accept the same words
 
 
 @dataclass(frozen=True)
@@ -169,8 +168,8 @@ def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, lis
         if raw is None:
             continue
         word = str(raw).strip().lower()
-        if word in _TRUE | _FALSE:
-            values[key] = word in _TRUE
+        if word in BOOL_ALIASES:  # the words every on/off URL choice takes (ui/shell/url.py)
+            values[key] = BOOL_ALIASES[word]
         else:
             bad(key, raw, _("use 1 or 0"))
     return values, notes

@@ -30,8 +30,8 @@ def sent_by_browser(key: str) -> bool:
 
 
 _MISSING = object()
-TRUE_WORDS, FALSE_WORDS = {"1", "true", "on", "yes"}, {"0", "false", "off", "no"}  # what ?causal= accepts
-BOOL_ALIASES = {w: w in TRUE_WORDS for w in TRUE_WORDS | FALSE_WORDS}  # ``aliases=`` for a True/False option
+# the words an on/off URL choice takes (?causal=, ?padding=, and every True/False option of bind_url), any case
+BOOL_ALIASES = {**dict.fromkeys(("1", "true", "on", "yes"), True), **dict.fromkeys(("0", "false", "off", "no"), False)}
 
 
 def _number(text) -> float | None:
@@ -128,9 +128,10 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
         if (found := match(raw, options, to_text, aliases)) is not _MISSING:
             ss[key] = found
         else:
-            (note_to or st).warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
-                param=plain(f"{url}={str(raw)[:40]}" + ("…" if len(str(raw)) > 40 else "")), options=plain(describe(options, to_text)),
-                default=plain(to_text(default))), icon=":material/warning:")
+            said = str(raw)[:40] + ("…" if len(str(raw)) > 40 else "")
+            note = _("URL parameter {param} ignored (choose one of {options}); using {default}.")
+            (note_to or st).warning(note.format(param=plain(f"{url}={said}"), options=plain(describe(options, to_text)),
+                                                default=plain(to_text(default))), icon=":material/warning:")
     if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
         ss[key] = default
     value = ss.setdefault(key, default)
