@@ -62,7 +62,7 @@ if any("\u4e00" <= c <= "\u9fff" for c in prompt):  # Chinese characters
                  "and its predictions in Chinese are weak."))
 
 t, k, p = predictions.section(summary, prompt)
-predictions.generation(prompt, t, k, p)
+predictions.generation(prompt, summary["ids"], t, k, p)
 heads.section(prompt, summary)
 heads.stats_table(summary["stats"], n)
 ablation.section()

@@ -52,7 +52,8 @@ async def student(url: str, i: int) -> None:
 def test_no_trace_survives_sessions_that_left_and_rss_comes_back():
     port = run_local.free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "AE_DIAGNOSTICS": "1", "AE_CACHE_TTL_S": "3", "AE_CACHE_SWEEP_S": "1"}
+    env = {**os.environ, "AE_DIAGNOSTICS": "1", "AE_CACHE_TTL_S": "3", "AE_CACHE_FIXED_TTL_S": "3",
+           "AE_CACHE_SWEEP_S": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                              "--server.address", "127.0.0.1", "--server.headless", "true",
                              "--server.disconnectedSessionTTL", "2"],

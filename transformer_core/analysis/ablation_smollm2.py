@@ -30,6 +30,7 @@ import torch
 
 from ..models.smollm2 import encode, load_smollm2
 from ..models.smollm2_trace import encode_labels
+from ..nn.gqa import rope_for
 from ..nn.hooks import capture, intervene
 from ..records.trace import Trace
 from .ablation import Head, head_mask
@@ -161,7 +162,7 @@ def rank_heads(prompt: str = IOI_PROMPT, *, mode: str = "zero", reference: str =
     """Ablate each of the 270 heads alone; the targets' probabilities after the prompt each time.
 
     One batched forward per layer (9 copies, copy h ablating head h), started at that layer from the intact
-    run's residual stream. ``progress(done, total)`` after each layer (total 30).
+    run's residual stream; only that layer's block runs under the intervention. ``progress(done, total)`` after each layer (total 30).
 
     Returns ``{"probs": [layer, head, target] float64, "intact": [target], "targets", "mode", "reference",
     "effect": [layer, head] intact − ablated probability of the first target (> 0: the head helped it)}``.
@@ -177,6 +178,7 @@ def rank_heads(prompt: str = IOI_PROMPT, *, mode: str = "zero", reference: str =
     ablation_edits(torch.zeros(1, 1, 1, dtype=torch.bool), mode, reference)  # bad mode / set: fail before the work
     n_layers, n_heads = model.config.n_layers, model.config.n_heads
     x = torch.tensor([ids])  # [1, pos]
+    cos, sin = rope_for(model.config, 0, len(ids))  # [pos, d_head]
     wanted = {"embeddings"} | {f"layers.{i}.feed_forward.output" for i in range(n_layers - 1)}
     with torch.no_grad(), capture(model, only=lambda n: n in wanted) as st:
         intact_logits = model(x, last_only=True)[0, -1]
@@ -186,8 +188,12 @@ def rank_heads(prompt: str = IOI_PROMPT, *, mode: str = "zero", reference: str =
         entering = st["embeddings"] if layer == 0 else st[f"layers.{layer - 1}.feed_forward.output"]  # [1, pos, d]
         mask = torch.zeros(n_layers, n_heads, n_heads, dtype=torch.bool)  # [layer, copy, head]
         mask[layer] = torch.eye(n_heads, dtype=torch.bool)  # copy h ablates head h
-        with torch.no_grad(), intervene(model, ablation_edits(mask, mode, reference)):
-            logits = model(x.expand(n_heads, -1), start_layer=layer, residual=entering.expand(n_heads, -1, -1),
+        with torch.no_grad():
+            # only the ablated block runs under the intervention: the later blocks take the model's plain (faster,
+            # unhooked) path, as an intact run does
+            with intervene(model, ablation_edits(mask, mode, reference)):
+                after = model.layers[layer](entering.expand(n_heads, -1, -1), cos, sin, None, layer)
+            logits = model(x.expand(n_heads, -1), start_layer=layer + 1, residual=after,
                            last_only=True)[:, -1]  # [copy, vocab]
         probs[layer] = torch.softmax(logits.double(), -1)[:, t_ids].numpy()
         if progress is not None:

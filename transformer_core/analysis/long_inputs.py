@@ -9,7 +9,8 @@ most of it.
 
 :func:`window_predictions` runs SmolLM2 on one text three ways — every earlier key (the trained causal mask), a
 window that has moved past the first token, and the same window with the first ``sinks`` tokens kept — and gives the
-last position's top-5 for each. The window is applied to the scores of every layer through
+last position's top-5 for each. The two windowed runs are one batched forward pass (a mask per batch row), and the
+unwindowed logits may be passed in from an earlier run (they do not depend on the window). The window is applied to the scores of every layer through
 :func:`~transformer_core.nn.hooks.intervene` (a blocked score becomes −inf before the softmax); positions (RoPE
 angles) stay the tokens' own, as with a masked window, not re-numbered inside a rolling cache as Xiao et al. do.
 
@@ -48,6 +49,28 @@ def windowed_last_logits(model, ids: list[int], window: int | None, sinks: int =
             return model(x, last_only=True)[0, -1]
 
 
+def windowed_batch_logits(model, ids: list[int], masks: list[tuple[int, int]]) -> torch.Tensor:
+    """The last position's logits ``[len(masks), vocab]`` of ``ids`` under each ``(window, sinks)`` of ``masks``, in
+    one forward pass: batch row ``b`` repeats ``ids`` and every layer blocks its scores outside row ``b``'s window.
+    Row ``b`` equals :func:`windowed_last_logits` with that window (to float rounding of a batched matmul).
+
+    Raises:
+        ValueError: no token, no mask, or a bad window / sinks (see :func:`sliding_window_mask`).
+    """
+    if not ids:
+        raise ValueError("no tokens: type a text")
+    if not masks:
+        raise ValueError("give at least one (window, sinks)")
+    keep = torch.stack([sliding_window_mask(len(ids), window=w, sinks=s) for w, s in masks])[:, None]  # [b, 1, q, k]
+
+    def blocked(scores: torch.Tensor) -> torch.Tensor:  # [b, head, query_pos, key_pos]
+        return scores.masked_fill(~keep, float("-inf"))
+
+    edits = {f"layers.{i}.attention.masked_scores": blocked for i in range(len(model.layers))}
+    with torch.no_grad(), intervene(model, edits):
+        return model(torch.tensor([ids] * len(masks)), last_only=True)[:, -1]
+
+
 def top(logits: torch.Tensor, k: int = TOP) -> list[tuple[int, float]]:
     """The ``k`` most probable ``(id, probability)`` under softmax of ``logits``, most probable first."""
     probs = torch.softmax(logits.double(), dim=-1)
@@ -55,9 +78,12 @@ def top(logits: torch.Tensor, k: int = TOP) -> list[tuple[int, float]]:
     return [(int(i), float(p)) for p, i in zip(best.values, best.indices)]
 
 
-def window_predictions(model, ids: list[int], window: int, sinks: int = 1) -> dict:
+def window_predictions(model, ids: list[int], window: int, sinks: int = 1,
+                       full_logits: torch.Tensor | None = None) -> dict:
     """The last position's top-5 under the full causal mask, under a window of ``window`` keys, and under the window
-    plus ``sinks`` first tokens.
+    plus ``sinks`` first tokens. ``full_logits`` ``[vocab]``: :func:`windowed_last_logits` with ``window=None``,
+    when the caller has it (it is computed otherwise). The two windows are one batched pass; with ``sinks=0`` they
+    are the same window, run once.
 
     Returns ``{"full", "window", "sinks": [(id, prob)] × 5 each, "kl_window", "kl_sinks": KL(full ‖ that run) in
     nats over the whole vocabulary, "same_top1_window", "same_top1_sinks": bool, "dropped": how many first tokens the
@@ -68,9 +94,9 @@ def window_predictions(model, ids: list[int], window: int, sinks: int = 1) -> di
     """
     if not 1 <= window < len(ids):
         raise ValueError(f"the window must be 1 … {len(ids) - 1} tokens to drop any, got {window}")
-    runs = {"full": windowed_last_logits(model, ids, None),
-            "window": windowed_last_logits(model, ids, window, 0),
-            "sinks": windowed_last_logits(model, ids, window, sinks)}
+    full = windowed_last_logits(model, ids, None) if full_logits is None else full_logits
+    both = windowed_batch_logits(model, ids, [(window, 0)] + ([(window, sinks)] if sinks else []))
+    runs = {"full": full, "window": both[0], "sinks": both[-1]}
     logp = {name: torch.log_softmax(v.double(), dim=-1) for name, v in runs.items()}
     out = {name: top(v) for name, v in runs.items()}
     for name in ("window", "sinks"):

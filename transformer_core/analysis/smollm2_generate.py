@@ -17,6 +17,8 @@ Shape legend: pos, vocab (49,152).
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
@@ -64,13 +66,41 @@ def generate(prompt: str | list[int], n_new: int = 20, *, greedy: bool = True, t
     return _with_labels(ids, n_prompt, steps, tokenizer or load_smollm2()[1])
 
 
+def stream(prompt_ids: list[int], n_new: int = 20, *, greedy: bool = True, temperature: float = 1.0,
+           k: int | None = None, p: float | None = None, seed: int = 0, stop_at_eos: bool = True,
+           order: str = "hf") -> Iterator[dict]:
+    """:func:`generate` with the KV cache, one step at a time: yields each new token's step dict (as in
+    :func:`generate`'s ``"steps"``, with ``"label"`` and the top-5 labelled) as soon as it is chosen, so a page can
+    show the tokens as they come. The steps are :func:`generate`'s, in order (tests/test_llm_cache.py).
+
+    Raises:
+        ValueError, SmolLM2Unavailable: as :func:`generate`, before the first step.
+    """
+    n_new = whole_number(n_new, "n_new", 0, 4096)
+    if not greedy:
+        check_temperature(temperature)
+        kept(np.ones(1), k, p, order)
+    ids = list(prompt_ids)
+    if not ids:
+        raise ValueError("no tokens: type a prompt")
+    model, tokenizer = load_smollm2()
+    eos = getattr(model, "eos_id", None) if stop_at_eos else None
+    for step in _steps(model, ids, n_new, greedy, temperature, k, p, seed, True, eos, order):
+        yield _with_labels(list(ids), len(ids) - 1, [step], tokenizer)["steps"][0]
+
+
 def _run(model, ids: list[int], n_new: int, greedy: bool, temperature: float, k: int | None, p: float | None,
          seed: int, use_cache: bool, eos: int | None, order: str = "hf") -> list[dict]:
     """The generation loop: appends to ``ids`` in place; one ``{"id", "prob", "chosen_prob", "top": [(id, prob)]}``
     per new token."""
+    return list(_steps(model, ids, n_new, greedy, temperature, k, p, seed, use_cache, eos, order))
+
+
+def _steps(model, ids: list[int], n_new: int, greedy: bool, temperature: float, k: int | None, p: float | None,
+           seed: int, use_cache: bool, eos: int | None, order: str = "hf") -> Iterator[dict]:
+    """:func:`_run`, yielding each step as it is chosen (``ids`` has the token appended when it is yielded)."""
     generator = torch.Generator().manual_seed(int(seed))
     cache = KVCache(len(model.layers)) if use_cache else None
-    steps = []
     with torch.no_grad():
         new_input = list(ids)
         for _ in range(n_new):
@@ -84,13 +114,12 @@ def _run(model, ids: list[int], n_new: int, greedy: bool, temperature: float, k:
                 token = int(torch.multinomial(torch.from_numpy(dist), 1, generator=generator))
                 chosen = float(dist[token])
             best = probs.topk(TOP)
-            steps.append({"id": token, "prob": float(probs[token]), "chosen_prob": chosen,
-                          "top": [(int(i), float(q)) for q, i in zip(best.values, best.indices)]})
             ids.append(token)
             new_input = [token]
+            yield {"id": token, "prob": float(probs[token]), "chosen_prob": chosen,
+                   "top": [(int(i), float(q)) for q, i in zip(best.values, best.indices)]}
             if token == eos:
                 break
-    return steps
 
 
 def _with_labels(ids: list[int], n_prompt: int, steps: list[dict], tokenizer) -> dict:

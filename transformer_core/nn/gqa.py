@@ -147,6 +147,9 @@ class GroupedQueryAttention(nn.Module):
         for stage in ("input", "q", "k", "v", "k_kv", "v_kv", "scores", "masked_scores", "weights", "context",
                       "concat", "projected", "output"):
             setattr(self, f"hook_{stage}", HookPoint(copy=False))  # no in-place change follows
+        # the hook points only the hooked path passes (a plain tuple: not registered twice as submodules)
+        self._inner_points = tuple(getattr(self, f"hook_{stage}") for stage in (
+            "q", "k", "v", "k_kv", "v_kv", "scores", "masked_scores", "weights", "context"))
 
     def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
         batch, pos, _ = x.shape
@@ -172,7 +175,7 @@ class GroupedQueryAttention(nn.Module):
         if cache is not None:
             k_kv, v_kv = cache.append(layer, k_kv, v_kv)  # [batch, kv_head, past + new, d_head]
         mask = causal_mask(n_new, past)
-        if watched():  # a capture or an intervention: every stage, with keys and values repeated per query head
+        if watched(self._inner_points):  # a capture or edit of a stage here: every stage, keys and values repeated
             k_kv, v_kv = self.hook_k_kv(k_kv), self.hook_v_kv(v_kv)
             q = self.hook_q(q)
             k = self.hook_k(self._per_query_head(k_kv))  # [batch, head, key_pos, d_head]

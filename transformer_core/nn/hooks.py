@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import torch
 from torch import nn
@@ -52,10 +52,16 @@ class HookPoint(nn.Module):
         return x
 
 
-def watched() -> bool:
-    """Whether a :func:`capture` or an :func:`intervene` block is active in this thread. A module may take a faster
-    path that skips some hook points when nothing is watching (:mod:`transformer_core.nn.gqa` does)."""
-    return bool(_ACTIVE.get()) or bool(_EDITS.get())
+def watched(points: Iterable[HookPoint] | None = None) -> bool:
+    """Whether a :func:`capture` or an :func:`intervene` block active in this thread records or edits any of
+    ``points`` (``None``: whether any such block is active at all). A module may take a faster path that skips its
+    hook points when none of them is watched (:mod:`transformer_core.nn.gqa` does): a capture of one layer's weights
+    then leaves the other layers on their fast path."""
+    captures, edits = _ACTIVE.get(), _EDITS.get()
+    if points is None or not (captures or edits):
+        return bool(captures) or bool(edits)
+    ids = [id(p) for p in points]
+    return any(i in names for names, _store in captures for i in ids) or any(i in e for e in edits for i in ids)
 
 
 def stage_name(module_path: str) -> str:

@@ -2,8 +2,8 @@
 
 SmolLM2 is loaded once per process (:func:`~transformer_core.models.smollm2.load_smollm2`) and shared read-only;
 :func:`~transformer_core.nn.hooks.capture` and :func:`~transformer_core.nn.hooks.intervene` are private to each
-thread. :func:`~ui.shell.cache.memo` keys by value (byte-bounded, expiring; the budgets of the MiniLM page, which
-these sit beside: a summary is ~0.6 MB at 128 tokens, a layer ~3 MB). A missing model raises
+thread. :func:`~ui.shell.cache.memo` keys by value (byte-bounded, expiring; a summary is ~10 MB at 128 tokens,
+most of it the residual stream entering each block, and a layer ~3 MB). A missing model raises
 :class:`~transformer_core.models.gguf_weights.SmolLM2Unavailable`, which is not cached (a later run retries).
 
 Shape legend: layer (30), head (9), pos, vocab (49,152).
@@ -34,63 +34,60 @@ def model():
     return smollm2.load_smollm2()
 
 
-@memo("minilm_summary")
+@memo("llm_summary")
 def summary(prompt: str) -> dict:
-    """What the page shows of every layer of ``prompt`` (cut to :data:`MAX_LLM_TOKENS` tokens): one run that keeps
-    the weights only long enough to reduce them.
+    """What the page shows of every layer of ``prompt`` (cut to :data:`MAX_LLM_TOKENS` tokens), from one run: the
+    weights are kept only long enough to reduce them, and the residual stream entering each block is kept, so that
+    any layer's stages come from it (:func:`layer_trace`) without running the model again.
 
     ``{"trace": Trace with tokens and mask (no stages), "n_total": tokens before the cut, "ids", "stats": head
     statistics DataFrame (270 rows, with sink_share), "grids": {"sink_share", "max_weight", "entropy": [layer,
-    head]}, "logits": float64 [vocab] after the last token, "top": [pos] top-5 lists at T = 1}``.
+    head]}, "logits": float64 [vocab] after the last token, "top": [pos] top-5 lists at T = 1,
+    "residuals": float32 [layer, pos, d_model]}`` (8.8 MB at 128 tokens).
 
     Raises:
         SmolLM2Unavailable: the model is not installed. ValueError: no token.
     """
     from transformer_core.analysis.ablation_smollm2 import head_stats_smollm2
-    from transformer_core.models.smollm2 import encode
     from transformer_core.models.smollm2_trace import run_smollm2
-    from transformer_core.text.tokenize import normalize_text
 
-    _net, tokenizer = model()
-    n_total = len(encode(normalize_text(prompt), tokenizer)[0])
+    model()
     with st.spinner(_("Running SmolLM2-135M …")):
-        trace, prediction = run_smollm2(prompt, max_tokens=MAX_LLM_TOKENS,
+        trace, prediction = run_smollm2(prompt, max_tokens=MAX_LLM_TOKENS, residuals=True,
                                         only=lambda n: n.endswith(".attention.weights"))
     stats = head_stats_smollm2(trace)
     grids = {name: stats[name].to_numpy().reshape(N_LAYERS, N_HEADS) for name in ("sink_share", "max_weight",
                                                                                     "entropy")}
     return {"trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
                            stages={}, settings=trace.settings),
-            "n_total": n_total, "ids": tuple(trace.settings["ids"]), "stats": stats, "grids": grids,
-            "logits": prediction["last_logits"], "top": prediction["top"]}
+            "n_total": prediction["n_total"], "ids": tuple(trace.settings["ids"]), "stats": stats, "grids": grids,
+            "logits": prediction["last_logits"], "top": prediction["top"], "residuals": prediction["residuals"]}
 
 
-@memo("minilm_layer")
+@memo("llm_layer")
 def layer_trace(prompt: str, layer: int) -> Trace:
-    """SmolLM2's trace of ``prompt`` holding the stages the head view draws, of one ``layer`` only."""
-    from transformer_core.models.smollm2_trace import run_smollm2
+    """SmolLM2's trace of ``prompt`` holding the stages the head view draws, of one ``layer`` only: that block
+    recomputed from the residual stream :func:`summary` kept (no run of the model; equal to capturing it in a whole
+    run, tests/test_llm_cache.py)."""
+    from transformer_core.models.smollm2_trace import block_stages
+
+    whole = summary(prompt)
+    prefix = f"layers.{layer}.attention."
+    stages = block_stages(whole["residuals"][layer], layer,
+                          only=lambda n: n.startswith(prefix) and n[len(prefix):] in SHOWN_STAGES)
+    base = whole["trace"]
+    return Trace(tokens=base.tokens, lengths=base.lengths, truncated=base.truncated, mask=base.mask, stages=stages,
+                 settings=base.settings)
+
+
+def generation_steps(ids: tuple[int, ...], n_new: int, greedy: bool, temperature: float, k: int | None,
+                     p: float | None, seed: int):
+    """:func:`~transformer_core.analysis.smollm2_generate.stream` with the KV cache after the prompt's ``ids`` (as
+    :func:`summary` encoded and cut them): each step's dict as soon as its token is chosen."""
+    from transformer_core.analysis.smollm2_generate import stream
 
     model()
-    prefix = f"layers.{layer}.attention."
-    with st.spinner(_("Running SmolLM2-135M …")):
-        trace, _prediction = run_smollm2(prompt, max_tokens=MAX_LLM_TOKENS,
-                                         only=lambda n: n.startswith(prefix) and n[len(prefix):] in SHOWN_STAGES)
-    return trace
-
-
-@memo("minilm_summary")
-def generation(prompt: str, n_new: int, greedy: bool, temperature: float, k: int | None, p: float | None,
-               seed: int) -> dict:
-    """:func:`~transformer_core.analysis.smollm2_generate.generate` with the KV cache (the prompt cut to
-    :data:`MAX_LLM_TOKENS` tokens)."""
-    from transformer_core.analysis.smollm2_generate import generate
-    from transformer_core.models.smollm2 import encode
-    from transformer_core.text.tokenize import normalize_text
-
-    _net, tokenizer = model()
-    ids = encode(normalize_text(prompt), tokenizer)[0][:MAX_LLM_TOKENS]
-    with st.spinner(_("Generating …")):
-        return generate(ids, n_new, greedy=greedy, temperature=temperature, k=k, p=p, seed=seed, use_cache=True)
+    return stream(list(ids), n_new, greedy=greedy, temperature=temperature, k=k, p=p, seed=seed)
 
 
 def ioi_intact() -> dict:
@@ -107,7 +104,7 @@ def ioi_intact() -> dict:
             "top": [(token_label(int(i)), int(i), float(probs[i])) for i in best]}
 
 
-@memo("minilm_summary")
+@memo("llm_summary")
 def effect(heads: tuple, mode: str, reference: str) -> dict:
     """:func:`~transformer_core.analysis.ablation_smollm2.ablation_effect` on the IOI prompt."""
     from transformer_core.analysis.ablation_smollm2 import ablation_effect
@@ -116,7 +113,7 @@ def effect(heads: tuple, mode: str, reference: str) -> dict:
     return ablation_effect(heads=heads, mode=mode, reference=reference)
 
 
-@memo("minilm_summary", key=lambda mode, reference, progress=None: (mode, reference))
+@memo("llm_summary", key=lambda mode, reference, progress=None: (mode, reference))
 def ranked(mode: str, reference: str, progress=None) -> dict:
     """:func:`~transformer_core.analysis.ablation_smollm2.rank_heads` on the IOI prompt (30 batched passes)."""
     from transformer_core.analysis.ablation_smollm2 import rank_heads
@@ -125,7 +122,7 @@ def ranked(mode: str, reference: str, progress=None) -> dict:
     return rank_heads(mode=mode, reference=reference, progress=progress)
 
 
-@memo("minilm_summary")
+@memo("llm_summary")
 def ioi_last_rows() -> dict:
     """The IOI prompt's readable tokens and the last position's attention weights in every head:
     ``{"tokens", "rows": [layer, head, key_pos]}``."""

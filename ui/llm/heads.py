@@ -19,7 +19,8 @@ from transformer_core.records.trace import Trace
 
 from ..parts import head_view, trace_tables
 from ..parts.numbers import number
-from ..shell.chart import chart
+from ..shell.cache import per_trace
+from ..shell.chart import chart, spec
 from ..shell import callbacks, fragments
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
@@ -66,8 +67,10 @@ def grid_and_head(prompt: str, trace: Trace, grids: dict) -> None:
         color = color_control()
         st.caption(_("Open below: **layer {layer} · head {head}** ↓").format(layer=layer, head=head))
     zmax = math.log(n) if color == "entropy" else 1.0
-    fig = head_grid_figure(grids[color], value_name=_(COLORS[color]), zmax=max(zmax, 1e-6), highlight=(layer, head),
-                           fmt=".1%" if color == "sink_share" else ".2f")
+    # built once per (prompt, colour, open head) and shared: a click elsewhere in the fragment does not rebuild it
+    fig = per_trace(trace, ("llm_grid", color, layer, head), lambda: spec(head_grid_figure(
+        grids[color], value_name=_(COLORS[color]), zmax=max(zmax, 1e-6), highlight=(layer, head),
+        fmt=".1%" if color == "sink_share" else ".2f")))
     fmt = ss.get("shared_image_format", "png")
     chart(fig, key="llm_grid", selection_mode="points", on_select=partial(open_tile, "llm_grid"),
           config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt),

@@ -20,7 +20,8 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.numbers import number
-from ..shell.chart import chart
+from ..shell.cache import per_trace
+from ..shell.chart import chart, spec
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url
@@ -70,11 +71,17 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     bars.append(("other", float(1.0 - sum(b[1] for b in bars))))
     trace = summary["trace"]
     pos = len(trace.tokens[0]) - 1
-    fig = figs.top_k_figure(bars, position=pos, token=trace.tokens[0][pos], target=None, temperature=t, k=k, p=p,
-                            height=max(250, 60 + 26 * len(bars)))
-    fig.update_traces(y=[labels[int(n)] if n != "other" else _("other") for n, _v in bars])
-    fig.update_layout(title_text=_("After “{token}” (position {pos}) · T = {t} · {cut}").format(
-        token=html.escape(trace.tokens[0][pos]), pos=pos, t=_text(t), cut=fig.layout.title.text.rsplit(" · ", 1)[-1]))
+
+    def build():
+        fig = figs.top_k_figure(bars, position=pos, token=trace.tokens[0][pos], target=None, temperature=t, k=k, p=p,
+                                height=max(250, 60 + 26 * len(bars)))
+        fig.update_traces(y=[labels[int(n)] if n != "other" else _("other") for n, _v in bars])
+        fig.update_layout(title_text=_("After “{token}” (position {pos}) · T = {t} · {cut}").format(
+            token=html.escape(trace.tokens[0][pos]), pos=pos, t=_text(t),
+            cut=fig.layout.title.text.rsplit(" · ", 1)[-1]))
+        return spec(fig)
+
+    fig = per_trace(trace, ("llm_predictions", t, k, p), build)  # once per prompt and filters, shared
     fmt = st.session_state.get("shared_image_format", "png")
     chart(fig, key="llm_predictions", config=chart_config(f"smollm2_predictions_T{_text(t)}", fmt), target=right)
     if len(idx) > len(shown_idx):
@@ -95,8 +102,26 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     return t, k, p
 
 
-def generation(prompt: str, t: float, k: int | None, p: float | None) -> None:
-    """n new tokens, greedy or seeded sampling with the filters above, through the KV cache: a table of the steps."""
+def streamed(ids: tuple[int, ...], n_new: int, greedy: bool, t: float, k: int | None, p: float | None,
+             seed: int) -> list[dict]:
+    """Generate after ``ids``, each token written as soon as it is chosen (``st.write_stream``); returns the steps.
+    The streamed words are replaced by the table once the last one came."""
+    steps = []
+
+    def words():
+        for step in compute.generation_steps(ids, n_new, greedy, t, k, p, seed):
+            steps.append(step)
+            yield "`" + compute.readable(step["label"]).replace("`", "ˋ") + "` "
+
+    shown = st.empty()
+    shown.write_stream(words())
+    shown.empty()
+    return steps
+
+
+def generation(prompt: str, ids: tuple[int, ...], t: float, k: int | None, p: float | None) -> None:
+    """n new tokens after the prompt's ``ids``, greedy or seeded sampling with the filters above, through the KV
+    cache, shown as they come, then as a table of the steps."""
     st.subheader(_("Generate a continuation"))
     bind_url("llm_n_new", "n_new", N_NEW, 8)
     bind_url("llm_decode", "decode", tuple(DECODE), "greedy")
@@ -110,7 +135,7 @@ def generation(prompt: str, t: float, k: int | None, p: float | None) -> None:
     greedy = decode == "greedy"
     ss, key = st.session_state, (prompt, int(n_new), greedy, t, k, p, int(seed))
     if st.button(_("Generate"), key="llm_gen_button", icon=":material/play_arrow:"):
-        ss["llm_gen"] = (key, compute.generation(*key))  # on request: n + 1 forward passes
+        ss["llm_gen"] = (key, {"steps": streamed(ids, *key[1:])})  # on request: n forward passes, shown as they come
     if ss.get("llm_gen", (None,))[0] != key:
         st.caption(_("Press **Generate** to continue the prompt by {n} tokens with these settings.").format(n=n_new))
         return
@@ -121,7 +146,8 @@ def generation(prompt: str, t: float, k: int | None, p: float | None) -> None:
     st.caption(_("Each step runs the model on the one new token only: the keys and values of the earlier tokens come "
                  "from the KV cache (they do not change under the causal mask). {how}.").format(how=how))
     said = compute.readable  # a byte piece that completes no character says so (<0xE4> (part of a character))
-    st.markdown("**" + _("Continuation") + ":** " + " ".join(f"`{said(s['label'])}`" for s in out["steps"]))
+    words = (said(s["label"]).replace("`", "ˋ") for s in out["steps"])  # a backtick would end the code span
+    st.markdown("**" + _("Continuation") + ":** " + " ".join(f"`{w}`" for w in words))
     rows = [{N_("step"): i + 1, N_("chosen token"): said(s["label"]), N_("p at T = 1"): s["prob"],
              **{f"#{r + 1}": f"{said(lab)} {number(q, '.1%')}" for r, (lab, _i, q) in enumerate(s["top"])}}
             for i, s in enumerate(out["steps"])]

@@ -38,7 +38,7 @@ def draw_long() -> None:
     c1, c2 = st.columns(2)
     window = c1.select_slider(_("Window w (keys each token sees, itself included)"), range(1, n), key="modern_window")
     sinks = c2.select_slider(_("Sinks (first tokens always kept)"), range(0, 5), key="modern_sinks")
-    with st.spinner(_("Running SmolLM2 three times…")):
+    with st.spinner(_("Running SmolLM2 with the window…")):
         out = compute.window_run(window, sinks)
     left, right = st.columns([1, 1.4])
     labels = [label(t, i) for i, t in enumerate(text["labels"])]

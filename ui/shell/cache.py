@@ -42,8 +42,11 @@ from transformer_core.text.i18n import language
 TTL_S = float(os.environ.get("AE_CACHE_TTL_S", 60))  # (the variable: for the memory test)
 SWEEP_S = float(os.environ.get("AE_CACHE_SWEEP_S", 15))  # how often expired entries are dropped when nobody asks
 # byte budget per cache; the sum is what a replica may hold in caches (see the module docstring)
-BUDGETS_MB = {"toy_trace": 96, "lesson": 48, "minilm_summary": 48, "minilm_layer": 160, "causal_trace": 48,
-              "figures": 48}
+BUDGETS_MB = {"toy_trace": 64, "lesson": 40, "minilm_summary": 32, "minilm_layer": 104, "llm_summary": 48,
+              "llm_layer": 48, "causal_trace": 48, "figures": 48, "fixed": 16}
+# Seconds an entry lives, where not TTL_S: "fixed" holds small results of inputs no student can change (the KV-cache
+# tab's generation on its own prompt, the long-inputs tab's unwindowed run), computed once an hour, not once a minute
+TTLS_S = {"fixed": float(os.environ.get("AE_CACHE_FIXED_TTL_S", 3600))}
 
 _caches: dict[str, tuple[cachetools.TTLCache, threading.Condition]] = {}
 _sweeper: threading.Thread | None = None
@@ -143,7 +146,8 @@ def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:
     global _sweeper
     with _registry_lock:
         if name not in _caches:
-            cache = cachetools.TTLCache(maxsize=BUDGETS_MB[name] * 2**20, ttl=TTL_S, getsizeof=nbytes)
+            cache = cachetools.TTLCache(maxsize=BUDGETS_MB[name] * 2**20, ttl=TTLS_S.get(name, TTL_S),
+                                        getsizeof=nbytes)
             _caches[name] = (cache, threading.Condition(threading.RLock()))
         if _sweeper is None:
             _sweeper = threading.Thread(target=_sweep_forever, name="ae-cache-sweeper", daemon=True)
