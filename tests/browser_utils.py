@@ -57,7 +57,8 @@ def streamlit_server(timeout: float = 90.0):
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "AE_DIAGNOSTICS": "1"})  # ?diag=heap: the model's forward calls (model_forwards)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -186,3 +187,18 @@ def cell_centre(page, chart: str, query: int, key: int, scroll: bool = False) ->
     """Where to click cell (query, key) of the chart that the JS expression ``chart`` (a function) returns."""
     x, y = page.evaluate(f"(a) => ({CELL_CENTRE})([({chart})(), ...a])", [query, key, scroll])
     return x, y
+
+
+def model_forwards(browser, url: str) -> dict[str, int]:
+    """Whole-model forward calls each real model has run in the server at ``url`` so far (``?diag=heap``, which the
+    test server enables), read in a page of its own: ``{"smollm2": n}``."""
+    import json
+
+    page = browser.new_page()
+    try:
+        page.goto(f"{url}/?diag=heap")
+        page.get_by_text("AE_HEAP").first.wait_for(timeout=60_000)
+        text = page.get_by_text("AE_HEAP").first.inner_text()
+    finally:
+        page.close()
+    return json.JSONDecoder().raw_decode(text[text.index("AE_HEAP ") + 8:])[0]["forwards"]

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from browser_utils import chromium_missing, images_folder, wait_idle
+from browser_utils import chromium_missing, images_folder, model_forwards, wait_idle
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
@@ -69,6 +69,7 @@ def test_a_tile_click_opens_the_head_in_view(server, chromium, lang, tmp_path, c
     assert title.startswith("A real language model" if lang == "en" else "真实的语言模型")
     assert figure(page, "head_grid")["meta"]["highlight"] == [0, 0]
 
+    before = model_forwards(chromium, server)
     start = time.perf_counter()
     click_tile(page, LAYER, HEAD)
     page.wait_for_function("""([layer, head]) => {
@@ -89,6 +90,8 @@ def test_a_tile_click_opens_the_head_in_view(server, chromium, lang, tmp_path, c
     assert page.get_by_text("// 3" if lang == "en" else "// 3").first.is_visible()  # the KV group is named
     url = page.url
     assert f"layer={LAYER}" in url and f"head={HEAD}" in url
+    # served from the prompt's one run: the open layer is its block recomputed from the kept residual stream
+    assert model_forwards(chromium, server) == before, (before, model_forwards(chromium, server))
     with capsys.disabled():
         print(f"\n/llm {lang}: first render {first:.2f} s, tile click → head drawn {clicked:.2f} s")
     page.close()

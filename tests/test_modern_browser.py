@@ -56,3 +56,32 @@ def test_every_tab_answers_in_the_first_screen(server, chromium, lang, tmp_path)
         if lang == "en":
             assert page.locator('[role="tab"][aria-selected="true"]').first.inner_text().strip() == section
     page.close()
+
+
+def test_a_kv_cache_step_runs_no_model_and_a_window_step_one(server, chromium, smollm2_or_skip):
+    """The KV-cache tab on SmolLM2 generates once (32 cached steps and one check run); moving the step slider is
+    served from that, with no forward call. A long-inputs slider step is one batched forward call (the window, and the
+    window with its sinks), the unwindowed run kept from the tab's first visit."""
+    from browser_utils import model_forwards
+
+    page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    page.goto(f"{server}/modern?{urllib.parse.urlencode({'section': 'KV cache', 'model': 'smollm2', 'step': 3})}")
+    wait_idle(page, 240_000)
+    rows = page.locator('[data-testid="stMetricValue"]').first.inner_text()
+    before = model_forwards(chromium, server)
+    page.get_by_role("slider").first.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('step=4')", timeout=60_000)
+    wait_idle(page, 120_000)
+    assert int(page.locator('[data-testid="stMetricValue"]').first.inner_text()) == int(rows) + 1
+    assert model_forwards(chromium, server) == before
+
+    page.goto(f"{server}/modern?{urllib.parse.urlencode({'section': 'Long inputs', 'window': 6, 'sinks': 1})}")
+    wait_idle(page, 240_000)
+    before = model_forwards(chromium, server)["smollm2"]
+    page.get_by_role("slider").first.focus()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("() => location.search.includes('window=5')", timeout=60_000)
+    wait_idle(page, 120_000)
+    assert model_forwards(chromium, server)["smollm2"] == before + 1
+    page.close()

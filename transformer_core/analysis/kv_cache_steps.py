@@ -135,19 +135,20 @@ def generate_smollm2(model, prompt: list[int], n_new: int, *, check: bool = True
     cache = KVCache(config.n_layers)
     tokens, cached, weights, rows = list(prompt), [], [], []
     wanted = f"layers.{layer}.attention.weights"
-    with torch.no_grad():
+    # one capture around the loop (each step's forward overwrites the last one's stage): opening it walks the model
+    with torch.no_grad(), capture(model, only=lambda name: name == wanted) as stages:
         new = list(prompt)
         for _ in range(n_new):
-            with capture(model, only=lambda name: name == wanted) as stages:
-                cached.append(model(torch.tensor([new]), cache, last_only=True)[0, -1])
+            cached.append(model(torch.tensor([new]), cache, last_only=True)[0, -1])
             weights.append(stages[wanted][0, :, -1].tolist())
             rows.append([int(k.size(2)) for k in cache.keys])
             tokens.append(int(cached[-1].argmax()))
             new = [tokens[-1]]
-        diffs = [0.0] * len(cached)
-        if check and cached:
+    diffs = [0.0] * len(cached)
+    if check and cached:
+        with torch.no_grad():
             full = model(torch.tensor([tokens[:-1]]))[0, len(prompt) - 1:]  # [n_new, vocab]
-            diffs = (full - torch.stack(cached)).abs().amax(dim=-1).tolist()
+        diffs = (full - torch.stack(cached)).abs().amax(dim=-1).tolist()
     steps = [CacheStep(position=len(prompt) - 1 + i, token=tokens[len(prompt) - 1 + i], next_token=tokens[len(prompt) + i],
                        cache_rows=rows[i], query_shape=(1, config.n_heads, 1, config.d_head),
                        weights=weights[i], max_abs_diff=diffs[i]) for i in range(len(cached))]

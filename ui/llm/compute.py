@@ -31,7 +31,11 @@ def model():
     """``(model, tokenizer)``; raises SmolLM2Unavailable (read through the module, so a test can replace it)."""
     from transformer_core.models import smollm2
 
-    return smollm2.load_smollm2()
+    from ..shell.diagnostics import count_forwards
+
+    net, tokenizer = smollm2.load_smollm2()
+    count_forwards(net, "smollm2")
+    return net, tokenizer
 
 
 @memo("llm_summary")

@@ -13,6 +13,7 @@ from transformer_core.nn.masks import causal_mask, sliding_window_mask
 from transformer_core.nn.online_softmax import online_attention, plain_attention, plain_peak_bytes
 
 from ..shell.cache import memo
+from ..shell.diagnostics import count_forwards
 
 CAUSAL_PROMPT = (5, 17, 3, 40, 22, 9, 31, 8, 5, 17, 3, 40, 22, 9, 31, 8)  # a period-8 sequence, twice
 SMOLLM2_PROMPT = "The capital of France is Paris. The capital of Germany is"
@@ -49,6 +50,7 @@ def _smollm2():
     from transformer_core.models.smollm2 import encode, load_smollm2
 
     model, tokenizer = load_smollm2()
+    count_forwards(model, "smollm2")
     return model, tokenizer, encode
 
 
