@@ -174,3 +174,46 @@ def test_capturing_one_layer_leaves_the_others_on_the_fast_path(smollm2):
     assert len(fast) == 29  # every layer but 5
     assert stages["layers.5.attention.weights"].shape == (1, 9, 5, 5)
     np.testing.assert_allclose(captured.numpy(), plain.numpy(), atol=1e-4, rtol=0)
+
+
+def test_streamed_generation_is_generate_step_by_step(smollm2):
+    from transformer_core.analysis.smollm2_generate import generate, stream
+    from transformer_core.models.smollm2 import encode
+
+    ids = encode(IOI)[0]
+    for kwargs in ({"greedy": True}, {"greedy": False, "temperature": 0.7, "k": 20, "p": 0.9, "seed": 7}):
+        whole = generate(IOI, 6, **kwargs)
+        with Calls(smollm2) as calls:
+            steps = stream(ids, 6, **kwargs)
+            first = next(steps)  # the first token comes after one forward call, before the others run
+            assert calls.forwards == 1
+            rest = list(steps)
+        assert [first, *rest] == whole["steps"], kwargs
+        assert calls.forwards == 6  # with the KV cache: one call per new token
+    with pytest.raises(ValueError, match="no tokens"):
+        next(stream([], 3))
+
+
+def test_generate_on_the_page_streams_and_tables_the_same_steps(smollm2):
+    from transformer_core.analysis.smollm2_generate import generate
+
+    at = new_app(prompt=IOI, n_new="4")
+    at.switch_page("pages/llm.py")
+    run(at)
+    with Calls(smollm2) as calls:
+        at.button(key="llm_gen_button").click()
+        run(at)
+    assert calls.forwards == 4  # the prompt encoded once (the summary's ids), 4 cached steps, no other run
+    table = next(d.value for d in at.dataframe if "#1" in d.value.columns)
+    assert list(table.iloc[:, 1]) == generate(IOI, 4)["labels"]
+
+
+def test_ranking_runs_one_forward_per_layer_from_the_cached_residual(smollm2):
+    from transformer_core.analysis.ablation_smollm2 import rank_heads
+
+    with Calls(smollm2) as calls:
+        ranked = rank_heads(IOI)
+    assert calls.forwards == 1 + 30  # the intact run (its residuals kept), then one batched pass per layer
+    # each layer's pass runs only the layers from the ablated one on: 30 + Σ (30 − layer) blocks in all
+    assert calls.blocks == 30 + sum(30 - layer for layer in range(30))
+    assert ranked["probs"].shape == (30, 9, 2)
