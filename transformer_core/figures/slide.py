@@ -36,6 +36,11 @@ LINE = 1.3  # Plotly's line height, in font sizes
 PAD = 16  # canvas edge
 GAP_X, GAP_Y = 14, 10  # between panels
 COLOURBAR_PX = 86  # gap, bar and its tick labels
+# The smallest cell drawn: the largest legal grid at the default size, 64 heads of 512 tokens at 1280×720, gets
+# 0.13 px (each panel ~70 px). On a canvas smaller than its header and labels the grid's free room is negative,
+# where the layout used to divide by zero: there the slide is refused, naming a size that works
+MIN_CELL_PX = 0.1
+MAX_SIDE = 4096  # the largest canvas side the command line accepts (--width, --height)
 
 
 def describe(trace: Trace, batch: int, words_max: int = 90) -> str:
@@ -74,6 +79,13 @@ def stage_title(stage: str, layer: int, head: int | None) -> str:
                                                         which=which)
 
 
+def _header_lines(lines: list[str], width: int) -> tuple[list[str], float]:
+    """The wrapped ``lines`` (escaped) and the header's height in px on a ``width``-px canvas."""
+    below = 12 + TITLE_PX * LINE + 4
+    shown = [html.escape(part) for line in lines if line for part in wrap(line, TEXT_PX, max(1, width - 2 * PAD))]
+    return shown, below + len(shown) * TEXT_PX * LINE + 10
+
+
 def header(fig: go.Figure, title: str, lines: list[str], width: int, height: int) -> float:
     """Put the slide title and the wrapped ``lines`` (plain text) at the top of a ``width × height`` canvas
     whose paper is the whole canvas; return the header's height in pixels."""
@@ -82,12 +94,12 @@ def header(fig: go.Figure, title: str, lines: list[str], width: int, height: int
                                  xref="container", y=1 - top / height, yanchor="top", yref="container",
                                  automargin=False, pad=dict(t=0, b=0, l=0, r=0)))
     below = top + TITLE_PX * LINE + 4
-    shown = [html.escape(part) for line in lines if line for part in wrap(line, TEXT_PX, width - 2 * PAD)]
+    shown, height_px = _header_lines(lines, width)
     if shown:
         fig.add_annotation(text="<br>".join(shown), xref="paper", yref="paper", x=PAD / width, y=1 - below / height,
                            xanchor="left", yanchor="top", align="left", showarrow=False,
                            font=dict(size=TEXT_PX, color="#444"), name="slide lines")
-    return below + len(shown) * TEXT_PX * LINE + 10
+    return height_px
 
 
 def _ticks(labels: list, texts: list, cell: float, size: int) -> tuple[list, list]:
@@ -109,6 +121,50 @@ def _grid(n: int, rows: int, cols: int, room: dict, width: int, height: int) -> 
     return best
 
 
+class SlideTooSmall(ValueError):
+    """The canvas leaves no room for the panels; ``need`` is the smallest ``(width, height)`` in px, at least the
+    asked one on each side, where they fit (None: not within :data:`MAX_SIDE`). A ``ValueError``, so the command
+    line refuses in one line with exit 2."""
+
+    def __init__(self, width: int, height: int, need: tuple[int, int] | None) -> None:
+        self.size, self.need = (width, height), need
+        if need is None:
+            message = _("a {width}×{height} px slide has no room for these panels, even at {max}×{max} px").format(
+                width=width, height=height, max=MAX_SIDE)
+        else:
+            message = _("a {width}×{height} px slide has no room for these panels: the smallest size that works "
+                        "here is {need_w}×{need_h} px (--width {need_w} --height {need_h})").format(
+                width=width, height=height, need_w=need[0], need_h=need[1])
+        super().__init__(message)
+
+
+def _smallest(fits, low: int) -> int | None:
+    """The smallest whole ``x`` in ``low`` … :data:`MAX_SIDE` with ``fits(x)`` (``fits`` grows with ``x``)."""
+    if not fits(MAX_SIDE):
+        return None
+    high = MAX_SIDE
+    while low < high:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return high
+
+
+def _smallest_fit(fits, width: int, height: int) -> tuple[int, int] | None:
+    """The smallest canvas (by area) that ``fits(w, h)``, never narrower or lower than asked: the asked width with
+    a taller canvas, the asked height with a wider one, or a square-ish growth of both."""
+    options = []
+    if (h := _smallest(lambda x: fits(width, x), height)) is not None:
+        options.append((width, h))
+    if (w := _smallest(lambda x: fits(x, height), width)) is not None:
+        options.append((w, height))
+    if (k := _smallest(lambda x: fits(max(width, x), max(height, x)), min(width, height))) is not None:
+        options.append((max(width, k), max(height, k)))
+    return min(options, key=lambda size: (size[0] * size[1], size)) if options else None
+
+
 def panels_slide(figs: list[go.Figure], captions: list[str] | None, title: str, lines: list[str], *,
                  width: int = SLIDE_WIDTH, height: int = SLIDE_HEIGHT) -> go.Figure:
     """Several heatmaps of one shape (``stage_figure`` outputs, one shared colour range) as one slide.
@@ -117,6 +173,10 @@ def panels_slide(figs: list[go.Figure], captions: list[str] | None, title: str, 
     Keys label the top row of panels (turned vertical when a label is wider than its cells), queries the left
     column; every k-th label when cells are smaller than the text. Cells are square (``scaleanchor`` too).
     ``layout.meta["slide"]``: ``{"cell": px, "grid": [rows, cols], "panels": [[left, top, right, bottom] px]}``.
+
+    Raises:
+        SlideTooSmall: the header and labels leave the panels no room (cells under :data:`MIN_CELL_PX`, or
+            panels narrower than their captions); the message names the smallest size that works.
     """
     first = figs[0]
     values = first.data[0]
@@ -125,18 +185,32 @@ def panels_slide(figs: list[go.Figure], captions: list[str] | None, title: str, 
     x_vals, x_text = list(xa.tickvals or []), list(xa.ticktext or [])
     y_vals, y_text = list(ya.tickvals or []), list(ya.ticktext or [])
     x_title, y_title = xa.title.text or "", ya.title.text or ""
-    fig = go.Figure()
-    head_px = header(fig, title, lines, width, height)
     title_px = TICK_PX * LINE + 4  # an axis title's line
     left = max((text_px(t, TICK_PX) for t in y_text), default=0) + 8 + title_px + TICK_PX
     widest_x = max((text_px(t, TICK_PX) for t in x_text), default=0)
     cap = CAPTION_PX * LINE + 4 if captions else 0
-    room = dict(header=head_px, left=left, caption=cap, top=widest_x + 8 + title_px)  # vertical key labels
-    cell, down, across = _grid(len(figs), n_rows, n_cols, room, width, height)
-    step = max(1, math.ceil(TICK_PX * LINE / cell))
-    if widest_x + 4 <= cell * step:  # horizontal key labels fit their columns: less room above
-        room["top"] = TICK_PX * LINE + 6 + title_px
-        cell, down, across = _grid(len(figs), n_rows, n_cols, room, width, height)
+
+    def layout(w: int, h: int) -> tuple[float, int, int, dict]:
+        """``(cell px, grid rows, grid columns, room)`` on a ``w × h`` canvas."""
+        room = dict(header=_header_lines(lines, w)[1], left=left, caption=cap,
+                    top=widest_x + 8 + title_px)  # vertical key labels
+        cell, down, across = _grid(len(figs), n_rows, n_cols, room, w, h)
+        if cell > 0 and widest_x + 4 <= cell * max(1, math.ceil(TICK_PX * LINE / cell)):
+            room["top"] = TICK_PX * LINE + 6 + title_px  # horizontal key labels fit their columns: less room above
+            cell, down, across = _grid(len(figs), n_rows, n_cols, room, w, h)
+        return cell, down, across, room
+
+    widest_caption = max((text_px(c, CAPTION_PX) for c in captions or []), default=0)
+
+    def fits(w: int, h: int) -> bool:  # cells to draw, and captions that do not run into their neighbours'
+        cell = layout(w, h)[0]
+        return cell >= MIN_CELL_PX and cell * n_cols + GAP_X >= widest_caption
+
+    cell, down, across, room = layout(width, height)
+    if not fits(width, height):
+        raise SlideTooSmall(width, height, _smallest_fit(fits, width, height))
+    fig = go.Figure()
+    head_px = header(fig, title, lines, width, height)
     angle = 0 if widest_x + 4 <= cell * max(1, math.ceil(TICK_PX * LINE / cell)) else -90
     pw, ph = cell * n_cols, cell * n_rows
     block_w = room["left"] + across * pw + (across - 1) * GAP_X
