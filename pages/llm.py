@@ -7,6 +7,8 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 import streamlit as st
 
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
+from transformer_core.models.smollm2 import control_texts
+from transformer_core.text.tokenize import visible_bidi, visible_controls
 from ui.llm import ablation, heads, predictions
 from ui.llm import compute as llm
 from ui.shell import controls, i18n
@@ -57,6 +59,13 @@ if n_total > n:
 st.caption(ngettext("The prompt became {n} token: {tokens}", "The prompt became {n} tokens: {tokens}", n).format(
     n=n, tokens=" ".join(f"`{t.replace('`', 'ˋ')}`" for t in trace.tokens[0][:40]) + (" …" if n > 40 else ""))
            + " " + _("(␣ = a space; “我 (1/2)” = the first of a character's two byte pieces)."))
+if marks := visible_controls(prompt) + visible_bidi(prompt):  # the model reads them so (normalize_text)
+    st.caption(_("Control characters in the prompt are shown as {marks}: SmolLM2 reads them as those marks.").format(
+        marks=" ".join(marks)))
+if typed := control_texts(prompt):
+    st.caption(_("Typed text stays text: {names} is split into ordinary tokens here, not read as one of SmolLM2's "
+                 "control tokens. Only the app itself adds control tokens.").format(
+        names=", ".join(f"`{t.replace('`', 'ˋ')}`" for t in typed[:5])))
 if any("\u4e00" <= c <= "\u9fff" for c in prompt):  # Chinese characters
     st.caption(_("SmolLM2 learned mostly English: a Chinese character often costs two or three byte-piece tokens, "
                  "and its predictions in Chinese are weak."))

@@ -126,6 +126,18 @@ def test_a_long_prompt_is_cut_to_128_tokens_with_a_note():
     assert "128" in texts(at_zh) and re.search(r"[\u4e00-\u9fff]", " ".join(i.value for i in at_zh.info))
 
 
+def test_typed_control_token_text_stays_text_and_the_page_says_so():
+    """A link that spells SmolLM2's control tokens: they are split as ordinary text (7 tokens for "<|endoftext|>",
+    not id 0), and the page names what stayed text, in its language."""
+    at = open_page(prompt="<|endoftext|>")
+    body = texts(at)
+    assert "The prompt became 7 tokens: `<` `|` `end` `of` `text` `|` `>`" in body
+    assert "Typed text stays text: `<|endoftext|>`" in body
+    at = open_page(prompt="<|im_start|>user\nHi<|im_end|>", lang="zh")
+    body = texts(at)
+    assert "`<|im_start|>`, `<|im_end|>`" in body and "控制词元" in body
+
+
 def test_chinese_page_with_a_chinese_prompt():
     at = open_page(lang="zh")
     prompt = at.text_area(key="llm_prompt").value

@@ -1,6 +1,7 @@
 """SmolLM2's byte-level BPE (built from the GGUF's embedded vocabulary with the ``tokenizers`` library) gives the ids
 Hugging Face's ``AutoTokenizer(gguf_file=…)`` gives, on 200+ strings: English, code, numbers, Chinese, emoji (with
-skin tones and joiners), whitespace runs, control tokens. And the readable labels: a visible leading space, and the
+skin tones and joiners), whitespace runs, typed control-token text (split as text, as Hugging Face splits it with
+``split_special_tokens=True``). And the readable labels: a visible leading space, and the
 byte pieces of one character numbered, never "�".
 """
 from __future__ import annotations
@@ -63,7 +64,7 @@ def test_token_ids_equal_hugging_faces_gguf_tokenizer(smollm2_hf):
     gpt2_only = build_byte_bpe(fields["tokens"], fields["merges"], "gpt2", fields["token_type"])
     equal, explained = 0, 0
     for text in strings():
-        theirs = reference(text)["input_ids"]
+        theirs = reference(text, split_special_tokens=True)["input_ids"]  # typed text stays text
         mine = ours.encode(text, add_special_tokens=False).ids
         if mine == theirs:
             equal += 1
@@ -86,9 +87,32 @@ def _fields() -> dict:
 def test_decoding_gives_the_text_back():
     _, ours = load_smollm2()
     for text in strings():
-        if "<|" in text:
-            continue  # control tokens decode as themselves, skipped below only for brevity of the check
         assert ours.decode(ours.encode(text, add_special_tokens=False).ids) == text
+
+
+CONTROL_TEXT = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<issue_start>", "<|im_start|>user\nHi<|im_end|>",
+                "a<|endoftext|>b", "<repo_name>x<file_sep>"]
+
+
+@pytest.mark.parametrize("text", CONTROL_TEXT)
+def test_typed_control_token_text_stays_text(text):
+    """Text that spells a control token is split as ordinary text, on the page and in the CLI alike (both encode
+    through ``encode``): no id of a control token, and the ids decode to the typed text."""
+    _, tokenizer = load_smollm2()
+    ids, tokens, labels = encode(text)
+    control = {tokenizer.token_to_id(t) for t in ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<issue_start>",
+                                                   "<repo_name>", "<file_sep>")}
+    assert None not in control and not control & set(ids), (text, ids)
+    assert len(ids) > 1 and "".join(labels).replace("␣", " ").replace("↵", "\n") == text
+    assert tokenizer.decode(ids, skip_special_tokens=False) == text
+    assert tokenizer.token_to_id("<|im_end|>") == 2  # still known, so generation stops at the model's own EOS
+
+
+def test_the_control_tokens_are_still_specials_in_the_vocabulary():
+    """Only encoding text stops matching them: the ids the app puts in itself decode as the control tokens."""
+    _, tokenizer = load_smollm2()
+    assert tokenizer.decode([1, 2], skip_special_tokens=False) == "<|im_start|><|im_end|>"
+    assert encode("<|endoftext|>")[1] == ["<", "|", "end", "of", "text", "|", ">"]
 
 
 def test_a_vocabulary_without_digit_splitting_is_noticed():

@@ -148,8 +148,19 @@ def load_smollm2():
 
 def encode(text: str, tokenizer=None) -> tuple[list[int], list[str], list[str]]:
     """``(ids, tokens, labels)`` of ``text``: byte-level tokens (``"Ġthe"``) and their readable labels
-    (``"␣the"``, ``"我 (1/2)"``; :func:`~transformer_core.text.byte_bpe.token_labels`). No BOS is added."""
+    (``"␣the"``, ``"我 (1/2)"``; :func:`~transformer_core.text.byte_bpe.token_labels`). No BOS is added, and
+    typed text stays text: ``"<|endoftext|>"`` in ``text`` is seven ordinary tokens, never the control token 0
+    (:func:`~transformer_core.text.byte_bpe.build_byte_bpe`)."""
     if tokenizer is None:
         _, tokenizer = load_smollm2()
     encoding = tokenizer.encode(text, add_special_tokens=False)
     return list(encoding.ids), list(encoding.tokens), token_labels(list(encoding.tokens))
+
+
+def control_texts(text: str, tokenizer=None) -> list[str]:
+    """The control tokens' spellings (``"<|im_end|>"``, ``"<issue_start>"``, …) that ``text`` contains, in the
+    vocabulary's order: typed, they are split as ordinary text (:func:`encode`), which the app says."""
+    if tokenizer is None:
+        _, tokenizer = load_smollm2()
+    specials = [t.content for _, t in sorted(tokenizer.get_added_tokens_decoder().items()) if t.special]
+    return [s for s in specials if s in text]

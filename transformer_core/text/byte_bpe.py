@@ -8,13 +8,18 @@ Sources:
 - llama.cpp (``llama-vocab.cpp``): a GGUF file names its pre-tokenizer in ``tokenizer.ggml.pre``; for ``smollm``
   (as for ``starcoder``) the text is first cut before and after every numeric character (``\\p{N}``), then by
   GPT-2's regex. We build that with the ``tokenizers`` library: ``Split(\\p{N}, isolated)`` then ``ByteLevel``.
-- Control tokens (``tokenizer.ggml.token_type`` 3, e.g. ``<|im_start|>``) are matched whole, as special tokens.
+- Control tokens (``tokenizer.ggml.token_type`` 3, e.g. ``<|im_start|>``) are special tokens of the vocabulary, but
+  text never becomes one: ``encode_special_tokens`` is on, so a typed ``"<|im_end|>"`` is split as ordinary text
+  (``<``, ``|``, ``im``, …), as the MiniLM tokenizer splits a typed ``"[SEP]"``. Only code that puts a control
+  token's id into the ids itself adds one.
 
 Shape legend: pos (tokens of one text).
 """
 from __future__ import annotations
 
 import functools
+
+from .tokenize import show_bidi
 
 # Pre-tokenizers we know, by their tokenizer.ggml.pre name: True = cut around every \p{N} before GPT-2's regex.
 DIGITS_APART = {"smollm": True, "starcoder": True, "gpt2": False, "default": False}
@@ -56,7 +61,8 @@ def build_byte_bpe(tokens: list[str], merges: list[str], pre: str, token_type: l
         tokens: ``tokenizer.ggml.tokens`` (index = id), byte-level strings.
         merges: ``tokenizer.ggml.merges``, ``"left right"`` in priority order.
         pre: ``tokenizer.ggml.pre`` (``"smollm"`` for SmolLM2), see :data:`DIGITS_APART`.
-        token_type: ``tokenizer.ggml.token_type``; control tokens (3) are added as special tokens.
+        token_type: ``tokenizer.ggml.token_type``; control tokens (3) are added as special tokens (so
+            ``token_to_id`` and decoding know them), never matched in encoded text.
 
     No BOS is added (SmolLM2's ``add_bos_token`` is false), no normaliser, no padding or truncation.
 
@@ -80,17 +86,22 @@ def build_byte_bpe(tokens: list[str], merges: list[str], pre: str, token_type: l
     if token_type is not None:
         specials = [tokens[i] for i, t in enumerate(token_type) if t == CONTROL]
         tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+    # without this, ``encode`` matches added tokens in the text even with add_special_tokens=False (that flag only
+    # stops a post-processor's additions): a prompt that spells "<|endoftext|>" would become id 0
+    tokenizer.encode_special_tokens = True
     return tokenizer
 
 
 def _visible(text: str) -> str:
-    return text.replace(" ", SPACE_MARK).replace("\n", NEWLINE_MARK).replace("\t", TAB_MARK)
+    # a generated token may hold a bidirectional control, which would mirror the label and what follows it
+    return show_bidi(text.replace(" ", SPACE_MARK).replace("\n", NEWLINE_MARK).replace("\t", TAB_MARK))
 
 
 def token_labels(tokens: list[str]) -> list[str]:
     """Readable labels for the byte-level tokens of one text, in order.
 
-    Spaces show as ``␣`` (so a leading space is visible), newlines as ``↵``, tabs as ``⇥``. A character whose UTF-8
+    Spaces show as ``␣`` (so a leading space is visible), newlines as ``↵``, tabs as ``⇥``, a bidirectional
+    control as its mark (``⟨RLO⟩``, :func:`~transformer_core.text.tokenize.show_bidi`). A character whose UTF-8
     bytes are spread over several tokens is shown in each of them with its part: ``我`` in two tokens gives
     ``"我 (1/2)"`` and ``"我 (2/2)"``; a token holding whole characters and a part shows both (``"a+我 (1/2)"``).
     Bytes that never complete a character are shown as ``<0xE6>``; never ``"�"``. A control token keeps its text.

@@ -29,6 +29,13 @@ DOTTED_CIRCLE = "\u25cc"  # the base the Unicode Standard (§2.11) shows an isol
 # C0 and DEL become their control pictures ␀ … ␟ ␡ (U+2400 block); C1, lone surrogates and the
 # noncharacters U+FFFE/U+FFFF (none of which XML, and so SVG, allows or shows) become U+FFFD.
 _CONTROL = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+# Bidirectional controls (UAX #9) are invisible but reorder what follows them: a right-to-left override in a
+# sentence would draw the app's own text after it mirrored (a number's digits reversed). Each becomes its
+# abbreviation in angle brackets, as the Unicode code charts name them, so it is seen and does nothing.
+BIDI_MARKS = {"\u202a": "⟨LRE⟩", "\u202b": "⟨RLE⟩", "\u202c": "⟨PDF⟩", "\u202d": "⟨LRO⟩", "\u202e": "⟨RLO⟩",
+              "\u2066": "⟨LRI⟩", "\u2067": "⟨RLI⟩", "\u2068": "⟨FSI⟩", "\u2069": "⟨PDI⟩",
+              "\u200e": "⟨LRM⟩", "\u200f": "⟨RLM⟩", "\u061c": "⟨ALM⟩"}
+_BIDI = regex.compile("[" + "".join(BIDI_MARKS) + "]")
 # A mark, ZWJ or other extender that starts a grapheme cluster (UAX #29: after the start, a line
 # break, a control character or a space) has no base character.
 _BARE = regex.compile(r"(?:^|(?<=[\s\p{GCB=Control}\p{GCB=CR}\p{GCB=LF}]))"
@@ -48,25 +55,39 @@ def _visible(match: regex.Match) -> str:
     return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
 
 
+def show_bidi(text: str) -> str:
+    """``text`` with every bidirectional control shown as its mark (:data:`BIDI_MARKS`): ``"\\u202e"`` →
+    ``"⟨RLO⟩"``."""
+    return _BIDI.sub(lambda m: BIDI_MARKS[m.group()], text)
+
+
 def normalize_text(text: str) -> str:
     """The entrance for user text: NFC, then control characters made visible, then bare marks given a base.
 
     * NFC (UAX #15): ``"cafe\\u0301"`` (NFD) → ``"café"``; NFD Hangul jamo → syllables.
     * C0 controls and DEL other than tab, LF, CR → Unicode control pictures: ``"\\x00"`` → ``"␀"``,
       ``"\\x1b"`` → ``"␛"``; C1 controls, lone surrogates, U+FFFE/U+FFFF → U+FFFD ``"�"``.
+    * Bidirectional controls (LRE … RLO, LRI … PDI, LRM, RLM, ALM), which would reorder the text around them,
+      → their abbreviations in angle brackets: ``"\\u202e"`` → ``"⟨RLO⟩"`` (:data:`BIDI_MARKS`).
     * A combining mark, variation selector or ZWJ that starts a grapheme cluster (UAX #29) gets
       a dotted circle U+25CC before it: ``" \\u0301"`` → ``" ◌\\u0301"``.
 
     Idempotent: ``normalize_text(normalize_text(s)) == normalize_text(s)``.
     """
     text = unicodedata.normalize("NFC", text)
-    text = _CONTROL.sub(_visible, text)
+    text = show_bidi(_CONTROL.sub(_visible, text))
     return _BARE.sub(lambda m: DOTTED_CIRCLE + m.group(), text)
 
 
 def visible_controls(text: str) -> list[str]:
-    """What :func:`normalize_text` shows the control characters of ``text`` as, each once: ``["␀", "␛"]``."""
+    """What :func:`normalize_text` shows the C0/C1 control characters of ``text`` as, each once: ``["␀", "␛"]``
+    (the bidirectional controls: :func:`visible_bidi`)."""
     return list(dict.fromkeys(_visible(m) for m in _CONTROL.finditer(text)))
+
+
+def visible_bidi(text: str) -> list[str]:
+    """What :func:`normalize_text` shows the bidirectional controls of ``text`` as, each once: ``["⟨RLO⟩"]``."""
+    return list(dict.fromkeys(BIDI_MARKS[m.group()] for m in _BIDI.finditer(text)))
 
 
 def cut_graphemes(text: str, max_chars: int) -> str:

@@ -18,6 +18,7 @@ from transformer_core.analysis.predictions import kept, softmax_t
 from transformer_core.figures import predictions as figs
 from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
+from transformer_core.text.tokenize import normalize_text
 
 from ..parts.numbers import number
 from ..shell.cache import per_trace
@@ -90,7 +91,8 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     st.caption(explain)
     table = pd.DataFrame({"rank": range(1, len(shown_idx) + 1), "token": [labels[int(i)] for i in shown_idx],
                           "id": [int(i) for i in shown_idx], "probability": [float(probs[i]) for i in shown_idx]})
-    data = {"prompt": prompt, "temperature": t, "top_k": k, "top_p": p, "order": "hf",
+    # the prompt as the model read it: control and direction characters as their marks, as in "tokens"
+    data = {"prompt": normalize_text(prompt), "temperature": t, "top_k": k, "top_p": p, "order": "hf",
             "tokens": list(trace.tokens[0]), "kept": table.to_dict(orient="records")}
     c1, c2 = st.columns(2)
     download_button(c1, "⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",

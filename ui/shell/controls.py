@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from transformer_core.nn.config import divisors
-from transformer_core.text.tokenize import cut_graphemes, normalize_text, visible_controls
+from transformer_core.text.tokenize import cut_graphemes, normalize_text, visible_bidi, visible_controls
 
 from .failover import moved_this_run
 from .i18n import N_, _, resend_label
@@ -70,20 +70,29 @@ def head_choices(d_model: int) -> list[int]:
     return [h for h in divisors(d_model) if h <= MAX_HEADS]
 
 
+def bidi_note(marks: list[str]) -> str:
+    """The note for text whose direction controls are shown as ``marks`` (``["⟨RLO⟩"]``)."""
+    return _("Direction controls in the text are shown as {marks}: they would reverse the text after them, the "
+             "page's own numbers included.").format(marks=" ".join(marks))
+
+
 def split_sentences(text: str) -> tuple[tuple[str, ...], list[str]]:
     """Non-blank lines as sentences (at most MAX_SENTENCES) and notes about what was changed or cut.
 
     The text entrance of every page: the text goes through
     :func:`transformer_core.text.tokenize.normalize_text` first (NFC; control characters shown as
-    control pictures ␀ ␁ ␛, with a note), so labels, pickers and both models see the same text.
+    control pictures ␀ ␁ ␛ and direction controls as ⟨RLO⟩, each with a note), so labels, pickers and both models
+    see the same text.
     A text longer than MAX_CHARS is cut between two user-perceived characters.
     """
     notes = []
-    controls = visible_controls(text)
+    controls, bidi = visible_controls(text), visible_bidi(text)
     text = normalize_text(text)
     if controls:
         notes.append(_("Control characters in the text are shown as {pictures} (Unicode control pictures).")
                      .format(pictures=" ".join(controls)))
+    if bidi:
+        notes.append(bidi_note(bidi))
     if len(text) > MAX_CHARS:
         notes.append(_("Text cut to its first {n} characters.").format(n=MAX_CHARS))
         text = cut_graphemes(text, MAX_CHARS)
