@@ -23,7 +23,9 @@ SHOWN_STAGES = ("q", "k", "v", "k_kv", "v_kv", "scores", "masked_scores", "weigh
 N_LAYERS, N_HEADS, N_KV = 30, 9, 3
 EXAMPLES = {  # the prompt box's default, by the page's language
     "en": "When Mary and John went to the store, John gave a drink to",
-    "zh": "小明和小红去了商店，小明把一杯水递给了",
+    # SmolLM2 learned mostly English and most Chinese characters cost it two or three byte pieces: this pattern it
+    # continues with a whole character (人, p ≈ 0.98), so a Chinese class first sees the model get one right
+    "zh": "中国人，美国人，日本",
 }
 
 

@@ -25,6 +25,7 @@ from ..shell.cache import per_trace
 from ..shell.chart import chart, spec
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
+from ..shell.markdown import plain
 from ..shell.url import bind_url
 from . import compute
 
@@ -37,6 +38,10 @@ DECODE = {"greedy": N_("greedy (most probable)"), "sample": N_("sample (seeded)"
 
 def _text(value) -> str:
     return value if isinstance(value, str) else f"{value:g}"
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= c <= "\u9fff" for c in text)
 
 
 def filters() -> tuple[float, int | None, float | None]:
@@ -85,6 +90,12 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     fig = per_trace(trace, ("llm_predictions", t, k, p), build)  # once per prompt and filters, shared
     fmt = st.session_state.get("shared_image_format", "png")
     chart(fig, key="llm_predictions", config=chart_config(f"smollm2_predictions_T{_text(t)}", fmt), target=right)
+    best = summary["top"][-1][0][0]  # the most probable token whatever T, top-k and top-p
+    if _has_chinese(prompt) and "<0x" in best:  # a byte piece on top: no whole character or word
+        right.warning(_("SmolLM2 fails on this Chinese prompt: its most likely next token, “{token}”, is only part "
+                        "of a character. It learned mostly English; on “{example}” it answers with a whole "
+                        "character.").format(token=plain(best), example=compute.EXAMPLES["zh"]),
+                      icon=":material/sentiment_dissatisfied:")
     if len(idx) > len(shown_idx):
         right.caption(_("{n} tokens are kept; the 20 most likely are drawn, the others are in “other”.").format(
             n=f"{len(idx):,}"))
