@@ -16,7 +16,7 @@ from transformer_core.models.causal import CausalUnavailable
 from ..parts import ablation_controls, moves_panels
 from ..parts.numbers import number
 from ..shell import fragments, i18n
-from ..shell.chart import chart
+from ..shell.chart import chart, image_format
 from ..shell.i18n import _
 from ..shell.markdown import plain
 from ..shell.url import bind_url
@@ -38,7 +38,7 @@ def show(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int) 
                         help=_("The model was trained with it. Off: every query may also read the tokens after it."))
     mask_note = st.container()  # "Causal mask off …", filled below: right under its toggle, in view at 1280×720
     chart(causal.loss_curve(step, i18n.language()), key="causal_loss_curve",
-          config=figures.chart_config("causal_loss_curve"))
+          config=figures.chart_config("causal_loss_curve", image_format()))
 
     try:
         trace = causal.causal_with_norms(tuple(ids), step, mask_on)  # every stage, plus ‖α·f(x)‖ (stage norms)
@@ -102,7 +102,8 @@ def show(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int) 
     open_head = {"layer_key": "causal_layer", "head_key": "causal_head", "n_heads": n_heads}
     chart(overview, key="causal_overview", selection_mode="points",
           on_select=ablation_controls.tile_callback("causal_overview", open_head, "causal_", n_layers),
-          config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0])))
+          config=figures.chart_config(figures.figure_filename("overview", None, None, trace.tokens[0]),
+                                       image_format()))
     ablation_controls.click_note(st, "causal_", n_layers, n_heads, default=ablation.CAUSAL_DEFAULT)
 
     # ------------------------------------------------------------------ head scores

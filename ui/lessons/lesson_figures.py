@@ -17,7 +17,7 @@ import streamlit as st
 
 from transformer_core.figures import stage as figures
 
-from ..shell.chart import chart as plotly_element
+from ..shell.chart import chart as plotly_element, image_format
 from ..shell.i18n import _, language
 from ..shell.controls import Settings
 
@@ -199,4 +199,4 @@ def small_multiple(fig, first: bool):
 
 def chart(fig, key: str, target=st, name: str = "figure") -> None:
     """Our Plotly element (ui/shell/chart.py) with the slide-sized download button."""
-    plotly_element(fig, key=key, config=figures.chart_config(name), target=target)
+    plotly_element(fig, key=key, config=figures.chart_config(name, image_format()), target=target)

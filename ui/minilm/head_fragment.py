@@ -18,7 +18,7 @@ from transformer_core.records.trace import Trace
 from ..parts import ablation_controls as ablation
 from ..parts import head_view
 from ..parts.moves_panels import norms_panel
-from ..shell.chart import chart
+from ..shell.chart import chart, image_format
 from ..shell import fragments
 from ..shell.i18n import _
 from . import moves
@@ -34,7 +34,7 @@ def minilm(trace: Trace, sentences: tuple[str, ...], padding: bool, batch: int, 
     changes the ablated heads that the page's ablation section reads: then the whole page reruns."""
     chart(overview, key="minilm_overview", selection_mode="points",
           on_select=ablation.tile_callback("minilm_overview", open_head, "minilm_", n_layers),
-          config=chart_config(figure_filename("overview", None, None, trace.tokens[batch])))
+          config=chart_config(figure_filename("overview", None, None, trace.tokens[batch]), image_format()))
     clicked = st.empty()  # what a tile click did: its answer is below the fold at 1280×720
     stage, _batch, layer, head, fixed, all_large = head_view.controls(n_heads, "minilm_", n_layers=n_layers,
                                                                       stages=moves.MINILM_STAGES)

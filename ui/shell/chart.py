@@ -166,6 +166,23 @@ def _note_fallback(reason: str) -> None:
         st.caption(_("Charts are drawn by Streamlit's own Plotly element ({why}).").format(why=reason))
 
 
+IMAGE_FORMATS = ("png", "svg")  # what the sidebar's "Chart camera button saves" offers
+
+
+def image_format() -> str:
+    """The session's choice for the chart camera (the sidebar's ``shared_image_format``): ``"png"`` or ``"svg"``."""
+    fmt = st.session_state.get("shared_image_format", "png")
+    return fmt if fmt in IMAGE_FORMATS else "png"
+
+
+def with_image_format(config: dict | None) -> dict | None:
+    """``config`` with its camera saving in :func:`image_format` (a copy; ``config`` without a camera unchanged)."""
+    camera = (config or {}).get("toImageButtonOptions")
+    if not isinstance(camera, Mapping) or camera.get("format") == image_format():
+        return config
+    return {**config, "toImageButtonOptions": {**camera, "format": image_format()}}
+
+
 def chart(fig: Any, *, key: str | None = None, config: dict | None = None,
           on_select: str | Callable[[], Any] = "ignore",
           selection_mode: str | Iterable[str] = ("points", "box", "lasso"), target: Any = None) -> None:
@@ -173,8 +190,11 @@ def chart(fig: Any, *, key: str | None = None, config: dict | None = None,
 
     ``target``: ``st`` (None), a column, a container or a placeholder. ``on_select``: ``"ignore"``, ``"rerun"`` or
     a callback; with a callback or ``"rerun"`` a click selects points (``selection_mode`` must allow ``"points"``).
+    The camera of ``config`` saves in the sidebar's format (:func:`with_image_format`).
     """
     where = target if target is not None else st
+    # every chart's camera saves what the sidebar chose, also where a caller built its config without the choice
+    config = with_image_format(config)
     if (reason := fallback_reason()) is not None:
         _note_fallback(reason)
         where.plotly_chart(unthemed(fig), key=key, config=config, on_select=on_select, selection_mode=selection_mode)
