@@ -50,6 +50,11 @@ if any(trace.truncated):
     st.info(_("Sentences are cut to {n} tokens on this page.").format(n=L.LESSON_TOKENS), icon=":material/content_cut:")
 left, right = st.columns(2)
 shorter = 0 if added else int(np.argmin(trace.lengths))  # the learner's own sentence first
+# index 1 changes meaning when the lab adds or drops its example (the learner's second sentence ↔ the lab's): a kept
+# index would then show the lab's sentence in every figure, so the picker starts again on the learner's
+if st.session_state.get("_masks_added", added) != added:
+    st.session_state["masks_batch"] = shorter
+st.session_state["_masks_added"] = added
 url.bind_url("masks_batch", "sentence", range(len(pair)), shorter,  # labels: as the picker's below
                labels=[sentence_label(b, " ".join(t[:n])) for b, (t, n) in enumerate(zip(trace.tokens, trace.lengths))])
 url.bind_url("masks_head", "head", range(settings.n_heads), 0)
