@@ -144,11 +144,12 @@ def _compare(w) -> None:
         bind_url(heads_key, f"{side}_heads", choices, defaults[side][0])
         bind_url(causal_key, f"{side}_causal", (False, True), defaults[side][1],
                        to_text=lambda v: "1" if v else "0")
-        with col.form(f"pipeline_form_{side}"):
+        # no form: a change is drawn at once (the toy model is cheap), so the title never names a setting the
+        # figure below it does not show yet
+        with col.container(border=True):
             st.markdown(_("**Setting {side}**").format(side=side.upper()))
             st.selectbox("n_heads", choices, key=heads_key)
             st.toggle(_("Causal mask"), key=causal_key)
-            st.form_submit_button(_("Apply {side}").format(side=side.upper()))
         chosen[side] = (st.session_state[heads_key], st.session_state[causal_key])
         runs[side] = walkthrough(w.settings, w.batch, *chosen[side])["steps"]
     # A and B share one colour range, so equal colours mean equal weights
