@@ -66,19 +66,26 @@ def marker_words() -> list[str]:
                            .read_text())["model"]["vocab"]
     except Exception:  # noqa: BLE001
         return []
-    app_text = " ".join(p.read_text(errors="ignore").lower() for d in ("pages", "ui", "transformer_core", "docs")
-                        for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".json", ".md"))
-    app_text += (ROOT / "app.py").read_text().lower()
     words = sorted((w for w, i in vocab.items() if i > 15000 and re.fullmatch(r"[a-z]{9,13}", w)), key=vocab.get)
-    return [w for w in words if w not in app_text]
+    text = app_text()
+    return [w for w in words if w not in text]
+
+
+def app_text() -> str:
+    """Every text the app could show by itself (its code, translations and docs), lower-cased: a marker word must
+    not be in it, or a page would show it without any session having typed it."""
+    text = " ".join(p.read_text(errors="ignore").lower() for d in ("pages", "ui", "transformer_core", "docs")
+                    for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".json", ".md"))
+    return text + (ROOT / "app.py").read_text().lower()
 
 
 MARKERS = marker_words()
 
 
-def marker(rng: random.Random, taken: set[str] | None = None) -> str:
-    if MARKERS:
-        while (w := rng.choice(MARKERS)) in (taken or set()):
+def marker(rng: random.Random, taken: set[str] | None = None, words: list[str] | None = None) -> str:
+    """A word no other session has (``taken``), from ``words`` (default: :data:`MARKERS`)."""
+    if (words := words or MARKERS):
+        while (w := rng.choice(words)) in (taken or set()):
             pass
         return w
     return "zq" + "".join(rng.choice(string.ascii_lowercase) for _ in range(8))
@@ -125,16 +132,22 @@ async def student(i: int, url: str, markers: list[str], stats: Stats, stop_at: f
             return
 
 
+async def open_session(url: str) -> StreamlitSession:
+    """A student's browser: the page load (GET /, which sets nginx's route cookie), then the websocket."""
+    resp = await asyncio.to_thread(urllib.request.urlopen, url + "/", timeout=60)
+    cookie = next((h.split(";")[0] for h in resp.headers.get_all("Set-Cookie") or []
+                   if h.startswith("ae_route=")), None)
+    s = StreamlitSession(url, cookie=cookie)
+    await s.connect()
+    return s
+
+
 async def one_session(i: int, url: str, markers: list[str], stats: Stats, stop_at: float,
                       think: tuple[float, float], rng: random.Random, only: tuple[str, ...] = ()) -> None:
     own = markers[i]
     others = any_of([m.encode() for m in markers if m != own])
     try:
-        resp = await asyncio.to_thread(urllib.request.urlopen, url + "/", timeout=60)
-        cookie = next((h.split(";")[0] for h in resp.headers.get_all("Set-Cookie") or []
-                       if h.startswith("ae_route=")), None)
-        s = StreamlitSession(url, cookie=cookie)
-        await s.connect()
+        s = await open_session(url)
     except Exception as err:  # noqa: BLE001
         stats.errors.append(f"session {i}: could not open: {err!r}")
         return
@@ -217,12 +230,16 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run_class(url: str, n: int, duration: float, think, ramp: float, pids: list[int], seed: int,
-                    only: tuple[str, ...] = (), after: float = 0, life: float = 0):
+                    only: tuple[str, ...] = (), after: float = 0, life: float = 0, seat=None,
+                    stats: Stats | None = None, words: list[str] | None = None):
+    """``n`` seats of ``seat`` (default :func:`student`, the explorer's mix) with marker words from ``words``
+    (default :data:`MARKERS`), counted into ``stats``; returns ``(stats, replica CPU s, RSS samples, wall s)``."""
+    seat = seat or student
     rng = random.Random(seed)
     markers: list[str] = []
     for _ in range(n):
-        markers.append(marker(rng, set(markers)))
-    stats = Stats()
+        markers.append(marker(rng, set(markers), words))
+    stats = stats or Stats()
     procs = [psutil.Process(p) for p in pids]
     cpu0 = sum(p.cpu_times().user + p.cpu_times().system for p in procs)
     me, machine0 = psutil.Process(), psutil.cpu_times()
@@ -238,7 +255,7 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
 
     async def delayed(i):
         await asyncio.sleep(ramp * i / max(1, n))
-        await student(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i), only, life)
+        await seat(i, url, markers, stats, stop_at, think, random.Random(seed * 1000 + i), only, life)
 
     smp = asyncio.create_task(sampler())
     await asyncio.gather(*(delayed(i) for i in range(n)))

@@ -52,7 +52,7 @@ def current_state(kind: str, p, held: WidgetState | None) -> WidgetState | None:
             w.int_value = int(value)
         else:
             w.double_value = value
-    else:  # radio, segmented control, …: not tracked (the load test does not change them)
+    else:  # radio, segmented control, select slider, tabs, …: not tracked (the server keeps the last value)
         return None
     return w
 
@@ -92,6 +92,10 @@ class StreamlitSession:
         if resp is not None:
             self.upstream = resp.headers.get("X-AE-Upstream")
 
+    def label_of(self, key: str) -> str | None:
+        """The label of the last run's widget with the user ``key`` (its id ends in "-key"), None if not drawn."""
+        return next((label for label, (_kind, proto) in self.widgets.items() if proto.id.endswith("-" + key)), None)
+
     async def close(self) -> None:
         if self.ws is not None:
             await self.ws.close()
@@ -117,10 +121,12 @@ class StreamlitSession:
             kind, proto = self.widgets[label]
             w = WidgetState()
             w.id = proto.id
-            if kind == "download_button":  # a click: a trigger, as the browser sends it (on_click="rerun")
-                if proto.ignore_rerun:  # on_click="ignore": the browser only fetches proto.url, the server hears nothing
+            if kind in ("download_button", "button"):  # a click: a trigger, as the browser sends it
+                if getattr(proto, "ignore_rerun", False):  # on_click="ignore": the browser only fetches proto.url
                     continue
                 w.trigger_value = bool(value)
+            elif isinstance(value, (list, tuple)):  # segmented control, select slider: the chosen options' labels
+                w.string_array_value.data.extend(map(str, value))
             elif isinstance(value, bool):
                 w.bool_value = value
             elif kind in ("selectbox", "radio"):
@@ -135,7 +141,9 @@ class StreamlitSession:
                 w.int_value = value
             else:
                 w.string_value = str(value)
-            states[label] = self.states[proto.id] = w
+            states[label] = w
+            if not w.HasField("trigger_value"):  # a click is sent once, as the browser does, not with every later run
+                self.states[proto.id] = w
         for w in states.values():
             cs.widget_states.widgets.add().CopyFrom(w)
         # like the browser: a change to a widget inside a fragment reruns only that fragment (st.fragment)
@@ -168,6 +176,12 @@ class StreamlitSession:
                 box = msg.delta.add_block.expandable  # a keyed expander (on_change="rerun"): a widget, bool_value
                 self.widgets[box.label] = ("expander", box)
                 self.fragments[box.label] = msg.delta.fragment_id
+            elif (kind == "delta" and msg.delta.WhichOneof("type") == "add_block"
+                  and msg.delta.add_block.WhichOneof("type") == "tab_container"
+                  and msg.delta.add_block.tab_container.id):
+                tabs = msg.delta.add_block.tab_container  # keyed st.tabs(on_change="rerun"): the open tab's label
+                self.widgets[tabs.id] = ("tabs", tabs)  # no label of its own: found by key (label_of)
+                self.fragments[tabs.id] = msg.delta.fragment_id
             elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
                 el = msg.delta.new_element
                 t = el.WhichOneof("type")

@@ -70,6 +70,25 @@ def test_load_class_runs_with_churn_and_no_errors():
     print(result.stdout)
 
 
+def test_load_llm_runs_a_tiny_class_with_no_errors():
+    """The real-model pages under a tiny class through nginx (--quick: 2 students, 1 replica, 20 s): every action
+    runs, without an error or a leak. Skipped, saying why, without nginx or SmolLM2."""
+    script = ROOT / "benchmarks" / "load_llm.py"
+    if (reason := _missing(script)):
+        print(f"load_llm.py skipped: {reason}")
+        pytest.skip(f"load_llm.py cannot run: {reason}")
+    result = subprocess.run([sys.executable, str(script), "--quick"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # the student alone does every action of a cycle (Generate and the /modern tabs too); the class, what 20 s allow
+    assert "alone, 2 cycle(s): errors 0" in result.stdout, result.stdout[-3000:]
+    assert "errors 0, leaks 0" in result.stdout, result.stdout[-3000:]
+    for action in ("open", "tile"):
+        row = next(line for line in result.stdout.splitlines() if line.startswith(f"| {action} |"))
+        assert int(row.split("|")[2]) > 0, row
+    print(result.stdout)
+
+
 def test_the_load_test_sees_a_leak_in_one_pass():
     """Every other session's word is searched for in one pattern: whole words only (a WordPiece "##" piece or a
     longer word is not the marker)."""
@@ -93,6 +112,9 @@ def test_the_load_test_sees_a_leak_in_one_pass():
     ("load_class.py", ["--duration", "0"], "--duration: must be more than 0 s"),
     ("load_class.py", ["--think", "5", "1"], "--think: MIN 5 is more than MAX 1"),
     ("load_class.py", ["--sessions", "99999"], "--sessions: at most"),
+    ("load_llm.py", ["--replicas", "0"], "--replicas: must be at least 1, got 0"),
+    ("load_llm.py", ["--think", "5", "1"], "--think: MIN 5 is more than MAX 1"),
+    ("load_llm.py", ["--solo", "-1"], "--solo: must be 0 or more, got -1"),
 ])
 def test_a_bad_benchmark_argument_is_one_line_and_exit_2(script, argv, said):
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *argv], cwd=ROOT, capture_output=True,
