@@ -4,6 +4,7 @@ from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
+import dataclasses
 import math
 from functools import partial
 
@@ -32,6 +33,12 @@ st.caption(_("all-MiniLM-L6-v2, a 6-layer BERT encoder (12 heads per layer, d_mo
 if not settings.sentences:
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
+if language() != "en" and settings.sentences == controls.default_sentences(language()):
+    # the untouched Chinese example would be mostly [UNK] here: MiniLM opens on the English one, and says why
+    settings = dataclasses.replace(settings, sentences=controls.default_sentences("en"))
+    st.caption(_("The sidebar's example sentences are Chinese, and MiniLM's WordPiece vocabulary reads most Chinese "
+                 "characters as [UNK]: this page shows the English example instead. Sentences you type in the "
+                 "sidebar are shown as typed."))
 sentences, example = minilm.with_example(settings.sentences)
 try:
     summary = minilm.minilm_summary(sentences, settings.padding)

@@ -16,7 +16,7 @@ from transformer_core.nn.config import divisors
 from transformer_core.text.tokenize import cut_graphemes, normalize_text, visible_bidi, visible_controls
 
 from .failover import moved_this_run
-from .i18n import N_, _, resend_label
+from .i18n import N_, _, language, resend_label
 from .markdown import plain
 from .url import BOOL_ALIASES
 
@@ -27,8 +27,11 @@ MAX_HEADS = 16  # head counts offered (more would be more figures than a learner
 D_MODEL_CHOICES = (8, 16, 32, 48, 64, 96, 128, 256, 384, 512)
 TOKENIZERS = {"word": N_("Word-level (Chinese words, punctuation, emoji kept)"),
               "wordpiece": N_("BERT WordPiece (MiniLM vocabulary)")}
+# the sentences box's default, by the page's language: a word-level pair of two lengths (padding shows), as the
+# tutorials' examples; Chinese is cut into words by jieba (小猫 / 坐在 / 垫子 / 上 / 。)
+DEFAULT_TEXT = {"en": "The cat sat on the mat.\nThe dog chased the cat!", "zh": "小猫坐在垫子上。\n小狗追着小猫跑！"}
 DEFAULTS = {
-    "text": "The cat sat on the mat.\nThe dog chased the cat!",
+    "text": DEFAULT_TEXT["en"],
     "tokenizer": "word",
     "d_model": 64,
     "n_heads": 8,
@@ -103,6 +106,11 @@ def split_sentences(text: str) -> tuple[tuple[str, ...], list[str]]:
     return tuple(lines), notes
 
 
+def default_sentences(lang: str) -> tuple[str, ...]:
+    """The sentences of the sentences box's default text in ``lang``."""
+    return tuple(DEFAULT_TEXT.get(lang, DEFAULT_TEXT["en"]).splitlines())
+
+
 def _whole(raw) -> int | None:
     """A URL's whole number: ``64``, also written ``64.0`` or ``6.4e1`` (equal numbers are accepted), else None."""
     text = str(raw).strip()
@@ -117,12 +125,12 @@ def _whole(raw) -> int | None:
     return int(value) if value.is_integer() and abs(value) < 2**53 else None
 
 
-def parse_query_params(params: Mapping[str, str | list[str]]) -> tuple[dict, list[str]]:
-    """Validate URL parameters; return settings (defaults where missing or bad) and notes.
+def parse_query_params(params: Mapping[str, str | list[str]], lang: str = "en") -> tuple[dict, list[str]]:
+    """Validate URL parameters; return settings (defaults where missing or bad; the text in ``lang``) and notes.
 
     Never raises: every bad value is replaced by its default and named in a note.
     """
-    values, notes = dict(DEFAULTS), []
+    values, notes = {**DEFAULTS, "text": DEFAULT_TEXT.get(lang, DEFAULT_TEXT["en"])}, []
 
     def get(key):
         raw = params.get(key)
@@ -203,7 +211,7 @@ def _init_from_url(page: str = "") -> None:
     (issue 33: /causal came back with the text empty, d_model 8 and n_heads 1, and wrote them into the URL)."""
     if "_url_read" in st.session_state:
         return
-    values, notes = parse_query_params(st.query_params.to_dict())
+    values, notes = parse_query_params(st.query_params.to_dict(), language())
     if moved_this_run():
         from .url import sent_by_browser
 
@@ -242,6 +250,8 @@ def sidebar(page: str = "") -> Settings:
         from .language_widgets import switch
 
         switch()  # English / 中文, first: the learner may not read the other labels yet
+        if ss.get("shared_text") in DEFAULT_TEXT.values():  # the untouched example follows the language switch
+            ss["shared_text"] = DEFAULT_TEXT.get(language(), DEFAULT_TEXT["en"])
         if why:
             st.caption(_(why))
         # no max_chars: the browser would silently refuse a longer paste; we cut it with a note instead
