@@ -13,7 +13,7 @@ from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from ..parts.numbers import number
 from ..shell.chart import chart
 from ..shell import url
-from ..shell.i18n import N_, _
+from ..shell.i18n import N_, _, language
 from ..shell.markdown import plain
 from . import compute
 from .export import json_download
@@ -23,7 +23,8 @@ MASKS = {"none": N_("no mask"), "causal": N_("causal"), "window": N_("causal, wi
 
 
 def _top_table(rows, title: str) -> pd.DataFrame:
-    return pd.DataFrame([{title: f"{plain(t)}  {number(p, '.1%')}"} for t, _i, p in rows])
+    # a data table shows its cells as plain text: no Markdown escapes (``\:`` would be shown as typed)
+    return pd.DataFrame([{title: f"{t}  {number(p, '.1%')}"} for t, _i, p in rows])
 
 
 def draw_long() -> None:
@@ -38,6 +39,9 @@ def draw_long() -> None:
     c1, c2 = st.columns(2)
     window = c1.select_slider(_("Window w (keys each token sees, itself included)"), range(1, n), key="modern_window")
     sinks = c2.select_slider(_("Sinks (first tokens always kept)"), range(0, 5), key="modern_sinks")
+    if language() != "en":
+        st.caption(_("The sentence stays English: SmolLM2 learned mostly English, and after a Chinese sentence its "
+                     "top five are mostly pieces of characters, so what the window changes would not show."))
     with st.spinner(_("Running SmolLM2 with the window…")):
         out = compute.window_run(window, sinks)
     left, right = st.columns([1, 1.4])
