@@ -90,8 +90,8 @@ def test_a_layer_served_from_the_residual_equals_capturing_it_in_a_whole_run(smo
             np.testing.assert_allclose(array, whole.stages[name], atol=1e-6, rtol=0, err_msg=name)
         assert served.tokens == whole.tokens
     # the comparison can fail: the block fed the residual entering the layer before gives other weights
-    residuals = compute.summary(IOI)["residuals"]
-    wrong = block_stages(residuals[10], 11, only=lambda n: n.endswith("weights"))["layers.11.attention.weights"]
+    stream = compute.summary(IOI)["stream"]
+    wrong = block_stages(stream[10], 11, only=lambda n: n.endswith("weights"))["layers.11.attention.weights"]
     right = compute.layer_trace(IOI, 11).stage("weights", 11)
     assert np.abs(wrong - right).max() > 1e-2
 

@@ -36,8 +36,11 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
     * ``prediction``: ``{"probs": [pos, vocab] float32 next-token probabilities at every position (T = 1),
       "top": [pos] lists of ``top`` ``(token label, id, probability)``, "last_logits": [vocab] float64 logits
       after the last token (for other temperatures), "n_total": tokens of the text before the cut}``; with
-      ``residuals`` also ``"residuals"``: float32 ``[layer, pos, d_model]``, the residual stream entering each
-      block (the embeddings, then each block's output), from which :func:`block_stages` recomputes one block.
+      ``residuals`` also ``"stream"``: float32 ``[n_layers + 1, pos, d_model]``, the residual stream entering each
+      block and, last, the one the final norm reads (row ``i`` enters block ``i``: :func:`block_stages` recomputes
+      one block from it; the logit lens reads every row), and ``"parts"``: what is written into the last position's
+      stream (``"embed"``, ``"final"`` ``[d_model]``, ``"contexts"`` ``[layer, head, d_head]``, ``"mlps"``
+      ``[layer, d_model]``) for direct logit attribution.
 
     Raises:
         ValueError: no token, or ``max_tokens`` not in 1…:data:`~transformer_core.models.smollm2.MAX_TOKENS`.
@@ -53,16 +56,23 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
     ids, raw = ids[:max_tokens], raw[:max_tokens]
     labels = labels[:max_tokens] if not truncated else encode_labels(raw)
     n, n_layers = len(ids), model.config.n_layers
-    entering = ["embeddings"] + [f"layers.{i}.feed_forward.output" for i in range(n_layers - 1)]
+    rows = ["embeddings"] + [f"layers.{i}.feed_forward.output" for i in range(n_layers)]
+    writes = [f"layers.{i}.{s}" for i in range(n_layers) for s in ("attention.context", "feed_forward.projected")]
     wanted = only
-    if residuals:  # the residual stream entering each block, recorded beside what ``only`` asks for
-        kept = set(entering)
+    if residuals:  # the residual stream and what each block writes, recorded beside what ``only`` asks for
+        kept = set(rows) | set(writes)
         wanted = lambda name: name in kept or only is None or only(name)  # noqa: E731
     with torch.no_grad(), capture(model, wanted) as stages:
         logits = model(torch.tensor([ids]))  # [1, pos, vocab]
-    stream = np.stack([stages[name][0].numpy() for name in entering]) if residuals else None  # [layer, pos, d_model]
-    if residuals and only is not None:
-        stages = {name: t for name, t in stages.items() if only(name)}
+    if residuals:
+        stream = np.stack([stages[name][0].numpy() for name in rows])  # [layer + 1, pos, d_model]
+        parts = {"embed": stream[0, -1].copy(), "final": stream[-1, -1].copy(),
+                 "contexts": np.stack([stages[f"layers.{i}.attention.context"][0, :, -1].numpy()
+                                       for i in range(n_layers)]),  # [layer, head, d_head]
+                 "mlps": np.stack([stages[f"layers.{i}.feed_forward.projected"][0, -1].numpy()
+                                   for i in range(n_layers)])}  # [layer, d_model]
+        if only is not None:
+            stages = {name: t for name, t in stages.items() if only(name)}
     probs = torch.softmax(logits[0].float(), dim=-1)  # [pos, vocab]
     best = probs.topk(top, dim=-1)
     vocab_labels = lambda i: encode_labels([tokenizer.id_to_token(i)])[0]  # noqa: E731
@@ -78,7 +88,7 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
     prediction = {"probs": probs.numpy(), "top": tops, "last_logits": logits[0, -1].double().numpy(),
                   "n_total": n_total}
     if residuals:
-        prediction["residuals"] = stream
+        prediction["stream"], prediction["parts"] = stream, parts
     return trace, prediction
 
 

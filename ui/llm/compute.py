@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import streamlit as st
+import torch
 
 from transformer_core.records.trace import Trace
 
@@ -49,7 +50,8 @@ def summary(prompt: str) -> dict:
     ``{"trace": Trace with tokens and mask (no stages), "n_total": tokens before the cut, "ids", "stats": head
     statistics DataFrame (270 rows, with sink_share), "grids": {"sink_share", "max_weight", "entropy": [layer,
     head]}, "logits": float64 [vocab] after the last token, "top": [pos] top-5 lists at T = 1,
-    "residuals": float32 [layer, pos, d_model]}`` (8.8 MB at 128 tokens).
+    "stream": float32 [layer + 1, pos, d_model] (the residual stream entering each block, then the final one: 9 MB at
+    128 tokens), "parts": what the last position's stream is the sum of (direct logit attribution)}``.
 
     Raises:
         SmolLM2Unavailable: the model is not installed. ValueError: no token.
@@ -67,7 +69,8 @@ def summary(prompt: str) -> dict:
     return {"trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
                            stages={}, settings=trace.settings),
             "n_total": prediction["n_total"], "ids": tuple(trace.settings["ids"]), "stats": stats, "grids": grids,
-            "logits": prediction["last_logits"], "top": prediction["top"], "residuals": prediction["residuals"]}
+            "logits": prediction["last_logits"], "top": prediction["top"], "stream": prediction["stream"],
+            "parts": prediction["parts"]}
 
 
 @memo("llm_layer")
@@ -79,7 +82,7 @@ def layer_trace(prompt: str, layer: int) -> Trace:
 
     whole = summary(prompt)
     prefix = f"layers.{layer}.attention."
-    stages = block_stages(whole["residuals"][layer], layer,
+    stages = block_stages(whole["stream"][layer], layer,
                           only=lambda n: n.startswith(prefix) and n[len(prefix):] in SHOWN_STAGES)
     base = whole["trace"]
     return Trace(tokens=base.tokens, lengths=base.lengths, truncated=base.truncated, mask=base.mask, stages=stages,
@@ -154,3 +157,90 @@ def readable(label: str) -> str:
     """``label`` of one token, saying in the page's language when it holds bytes of a character that the token
     alone does not complete (byte fallback: ``<0xE4><0xBB>`` → ``<0xE4><0xBB> (part of a character)``)."""
     return _("{piece} (part of a character)").format(piece=label) if "<0x" in label else label
+
+
+LENS_POSITIONS = 20  # the logit lens shows the prompt's last 20 positions (31 rows × 20 cells, readable at 1280 px)
+MAX_PATCH_TOKENS = 32  # patching runs 30 batched passes of heads and 30 of positions: its cost grows with the prompt
+
+
+@memo("llm_summary")
+def choices(prompt: str) -> dict:
+    """The tokens "What the heads write" offers: ``{"ids": the top-5 after the prompt, then the prompt's own tokens
+    (each once), "probs": {id: probability at T = 1}, "labels": {id: readable label}, "nearest": {id: the prompt's
+    token (another one) whose unembedding row is closest to this one's by cosine}}``: the default contrast, a
+    word of the same kind (" Mary" → " John", " Berlin" → " Paris")."""
+    from transformer_core.analysis.logit_lens import unembedding
+    from transformer_core.analysis.predictions import softmax_t
+
+    net, _tokenizer = model()
+    whole = summary(prompt)
+    probs = softmax_t(whole["logits"], 1.0)  # [vocab] float64
+    top = [int(i) for _label, i, _p in whole["top"][-1]]
+    own = list(dict.fromkeys(int(i) for i in whole["ids"]))
+    ids = list(dict.fromkeys(top + own))
+    with torch.no_grad():
+        rows = torch.nn.functional.normalize(unembedding(net)[ids].double(), dim=-1)  # [choice, d_model]
+        cosine = (rows @ rows.T).numpy()
+    nearest = {}
+    for a, i in enumerate(ids):
+        others = [(cosine[a, b], j) for b, j in enumerate(ids) if j != i and j in own]
+        nearest[i] = max(others)[1] if others else None
+    return {"ids": ids, "probs": {i: float(probs[i]) for i in ids}, "labels": {i: token_label(i) for i in ids},
+            "nearest": nearest}
+
+
+@memo("llm_summary")
+def attribution(prompt: str, target: int, contrast: int | None) -> dict:
+    """Direct logit attribution at the prompt's last position from :func:`summary`'s parts (no model run):
+    :func:`~transformer_core.analysis.logit_attribution.direct_logit_attribution`."""
+    from transformer_core.analysis.logit_attribution import direct_logit_attribution, head_outputs
+
+    net, _tokenizer = model()
+    parts = summary(prompt)["parts"]
+    return direct_logit_attribution(net, {**parts, "heads": head_outputs(net, parts["contexts"])}, target, contrast)
+
+
+@memo("llm_summary")
+def lens(prompt: str, target: int) -> dict:
+    """The logit lens of the prompt's last :data:`LENS_POSITIONS` positions from :func:`summary`'s residual stream
+    (no model run; 31 rows through the final norm and W_U): :func:`~transformer_core.analysis.logit_lens.logit_lens`
+    plus ``"labels"`` (each cell's top token, readable) and ``"first"`` (the first position shown)."""
+    from transformer_core.analysis.logit_lens import logit_lens
+
+    net, _tokenizer = model()
+    stream = summary(prompt)["stream"]
+    first = max(0, stream.shape[1] - LENS_POSITIONS)
+    out = logit_lens(net, stream[:, first:], target)
+    names = {int(i): token_label(int(i)) for i in np.unique(out["top_ids"])}
+    out["labels"] = [[names[int(i)] for i in row] for row in out["top_ids"]]
+    out["first"] = first
+    return out
+
+
+@memo("llm_summary", key=lambda prompt, corrupt, target, contrast, progress=None: (prompt, corrupt, target, contrast))
+def patched(prompt: str, corrupt: str, target: int, contrast: int, progress=None) -> dict:
+    """Activation patching from ``prompt`` (clean) into ``corrupt``: every head's output, then the residual stream
+    entering every layer at every position (:mod:`transformer_core.analysis.patching`). ``progress(done, total)``
+    over both (60 batched passes).
+
+    Raises:
+        ValueError: the two prompts differ in length, or are longer than :data:`MAX_PATCH_TOKENS` tokens.
+    """
+    from transformer_core.analysis.patching import patch_heads, patch_residual
+    from transformer_core.models.smollm2 import encode
+    from transformer_core.text.tokenize import normalize_text
+
+    net, tokenizer = model()
+    clean = list(summary(prompt)["ids"])
+    dirty = encode(normalize_text(corrupt), tokenizer)[0]
+    if len(clean) > MAX_PATCH_TOKENS:
+        raise ValueError(_("patching takes prompts of at most {n} tokens; this one has {m}").format(
+            n=MAX_PATCH_TOKENS, m=len(clean)))
+    if len(dirty) != len(clean):
+        raise ValueError(_("the corrupted prompt has {m} tokens and the prompt {n}: patching needs the same number, "
+                           "position by position").format(m=len(dirty), n=len(clean)))
+    step = (lambda offset: (lambda done, total: progress(offset + done, 2 * total))) if progress else (lambda o: None)
+    heads = patch_heads(net, clean, dirty, target, contrast, progress=step(0))
+    positions = patch_residual(net, clean, dirty, target, contrast, progress=step(N_LAYERS))
+    return {"heads": heads["heads"], "positions": positions["positions"], "ld_clean": heads["ld_clean"],
+            "ld_corrupt": heads["ld_corrupt"], "corrupt_tokens": [token_label(i) for i in dirty]}

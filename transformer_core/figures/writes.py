@@ -1,0 +1,104 @@
+"""Figures of what the heads write: direct logit attribution (layer × head, with each layer's MLP), the logit lens
+(layers × positions, the top token in each cell) and activation patching (layer × head, layer × position).
+
+Pure builders (NumPy in, ``go.Figure`` out); words through :func:`~transformer_core.text.i18n._`, token labels escaped
+for Plotly's HTML. ``layout.meta["view"]`` is ``"dla"``, ``"logit_lens"`` or ``"patching"``.
+
+Shape legend: layer, head, row (layer + 1), pos.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..text.i18n import _
+from .stage import SEQUENTIAL
+
+DIVERGING = "RdBu"  # negative red, positive blue; zmid 0
+
+
+def _symmetric(values: np.ndarray) -> float:
+    finite = np.abs(values[np.isfinite(values)])
+    return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+
+
+def dla_figure(heads: np.ndarray, mlps: np.ndarray, *, title: str, height: int = 560) -> go.Figure:
+    """``heads [layer, head]`` and ``mlps [layer]`` (logit units) as one grid: head columns, then an MLP column;
+    blue helps the target, red the contrast."""
+    n_layers, n_heads = heads.shape
+    z = np.concatenate([heads, mlps[:, None]], axis=1).astype(np.float64)
+    names = [_("head {head}").format(head=h) for h in range(n_heads)] + ["MLP"]
+    custom = [[[layer, names[c]] for c in range(n_heads + 1)] for layer in range(n_layers)]
+    limit = _symmetric(z)
+    heat = go.Heatmap(z=z, x=list(range(n_heads + 1)), y=list(range(n_layers)), zmid=0, zmin=-limit, zmax=limit,
+                      colorscale=DIVERGING, xgap=1, ygap=1, customdata=custom,
+                      hovertemplate=_("layer {layer}, {part}").format(layer="%{customdata[0]}",
+                                                                      part="%{customdata[1]}")
+                      + "<br>" + _("direct effect on the logit difference") + " %{z:+.3f}<extra></extra>",
+                      colorbar=dict(title=dict(text=_("logit"), side="right"), thickness=10, len=0.9))
+    fig = go.Figure(data=[heat])
+    fig.update_layout(
+        title=dict(text=html.escape(title), font=dict(size=13), x=0), height=height,
+        margin=dict(l=60, r=10, t=60, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
+        xaxis=dict(tickmode="array", tickvals=list(range(n_heads + 1)),
+                   ticktext=[str(h) for h in range(n_heads)] + ["MLP"], side="top", fixedrange=True,
+                   title=dict(text=_("head"), standoff=2)),
+        yaxis=dict(range=[n_layers - 0.5, -0.5], tickmode="array", tickvals=list(range(0, n_layers, 2)),
+                   ticktext=[_("layer {layer}").format(layer=lay) for lay in range(0, n_layers, 2)], fixedrange=True),
+        meta={"view": "dla", "n_layers": n_layers, "n_heads": n_heads})
+    return fig
+
+
+def lens_figure(target_prob: np.ndarray, top_labels: list[list[str]], tokens: list[str], *, target: str,
+                first: int = 0, height: int = 620) -> go.Figure:
+    """The logit lens: ``target_prob [row, pos]`` coloured 0–1 with each cell's top token written in it; rows
+    ``embeddings, after layer 0 … after layer n − 1`` from the top; columns the tokens (positions ``first …``)."""
+    rows, n = target_prob.shape
+    row_names = [_("embeddings")] + [_("after layer {layer}").format(layer=i) for i in range(rows - 1)]
+    text = [[html.escape(label) for label in row] for row in top_labels]
+    x = [f"{first + j}: {html.escape(t)}" for j, t in enumerate(tokens)]
+    heat = go.Heatmap(z=target_prob, x=x, y=row_names, zmin=0, zmax=1, colorscale=SEQUENTIAL, xgap=1, ygap=1,
+                      text=text, texttemplate="%{text}", textfont=dict(size=10),
+                      hovertemplate="%{y} · %{x}<br>" + _("top token") + " %{text}<br>"
+                      + _("p({target})").format(target=html.escape(target)) + " %{z:.3f}<extra></extra>",
+                      colorbar=dict(title=dict(text=_("p({target})").format(target=html.escape(target)), side="right"),
+                                    thickness=10, len=0.9))
+    fig = go.Figure(data=[heat])
+    fig.update_layout(
+        title=dict(text=_("Logit lens: each layer's residual stream through the final norm and W_U — colour "
+                          "p({target}), text the top token").format(target=html.escape(target)),
+                   font=dict(size=13), x=0),
+        height=height, margin=dict(l=110, r=10, t=50, b=10), dragmode=False,
+        xaxis=dict(side="top", tickangle=-45, fixedrange=True, automargin=True),
+        yaxis=dict(autorange="reversed", fixedrange=True, tickmode="array",
+                   tickvals=row_names[::3] + ([row_names[-1]] if (rows - 1) % 3 else []),
+                   ticktext=row_names[::3] + ([row_names[-1]] if (rows - 1) % 3 else [])),
+        meta={"view": "logit_lens", "rows": rows, "positions": n, "first": first})
+    return fig
+
+
+def patching_figure(scores: np.ndarray, *, of: str, x_labels: list[str], x_title: str, title: str,
+                    height: int = 560) -> go.Figure:
+    """Normalised patching scores ``[layer, column]`` of ``of`` (``"heads"`` or ``"positions"``): 1 restores the clean
+    answer, 0 changes nothing; coloured −1 … 1 around 0."""
+    n_layers, n_cols = scores.shape
+    limit = max(1.0, _symmetric(scores))
+    heat = go.Heatmap(z=scores, x=list(range(n_cols)), y=list(range(n_layers)), zmid=0, zmin=-limit, zmax=limit,
+                      colorscale=DIVERGING, xgap=1, ygap=1, customdata=[[x_labels[c] for c in range(n_cols)]] * n_layers,
+                      hovertemplate=_("layer {layer}").format(layer="%{y}") + ", %{customdata}<br>"
+                      + _("share of the clean logit difference restored") + " %{z:.3f}<extra></extra>",
+                      colorbar=dict(title=dict(text=_("restored"), side="right"), thickness=10, len=0.9))
+    fig = go.Figure(data=[heat])
+    step = max(1, n_cols // 24)
+    fig.update_layout(
+        title=dict(text=html.escape(title), font=dict(size=13), x=0), height=height,
+        margin=dict(l=60, r=10, t=60, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
+        xaxis=dict(tickmode="array", tickvals=list(range(0, n_cols, step)),
+                   ticktext=[html.escape(x_labels[c]) for c in range(0, n_cols, step)], side="top", fixedrange=True,
+                   tickangle=-45 if n_cols > 9 else 0, title=dict(text=html.escape(x_title), standoff=2)),
+        yaxis=dict(range=[n_layers - 0.5, -0.5], tickmode="array", tickvals=list(range(0, n_layers, 2)),
+                   ticktext=[_("layer {layer}").format(layer=lay) for lay in range(0, n_layers, 2)], fixedrange=True),
+        meta={"view": "patching", "of": of, "n_layers": n_layers})
+    return fig

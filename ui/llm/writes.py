@@ -1,0 +1,167 @@
+"""What the heads write, on the SmolLM2 page: direct logit attribution (every head's and MLP's direct share of the
+answer), the logit lens (the answer forming layer by layer) and activation patching (which heads and positions carry
+it from a clean prompt into a corrupted one).
+
+Attribution and the lens come from the prompt's one cached run (:func:`ui.llm.compute.summary`); patching runs on
+request (60 batched passes, with a progress bar). URL: ``target=``, ``contrast=`` (token ids of the top-5, ``contrast``
+may be ``none``) and ``corrupt=`` (the corrupted prompt).
+"""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer_core.figures.stage import chart_config
+from transformer_core.figures.writes import dla_figure, lens_figure, patching_figure
+
+from ..parts.numbers import number
+from ..shell.chart import chart
+from ..shell.i18n import _
+from ..shell.markdown import plain
+from ..shell.url import bind_url
+from . import compute
+
+MAX_CORRUPT_CHARS = 2000
+
+
+def _pickers(prompt: str) -> tuple[int, int | None, dict]:
+    """The target and contrast tokens (``?target=``, ``?contrast=``): the top-5 after the prompt, then the prompt's
+    own tokens. The default target is the prediction, the default contrast the prompt's token most like it."""
+    offered = compute.choices(prompt)
+    ids = offered["ids"]
+    names = {i: f"{compute.readable(offered['labels'][i])} ({number(offered['probs'][i], '.1%')})" for i in ids}
+    contrasts = ["none", *ids]
+    fallback = offered["nearest"].get(ids[0]) or "none"
+    ss = st.session_state
+    # a new prompt brings new choices: one that is no longer among them goes back to the default
+    if ss.get("llm_target", ids[0]) not in ids:
+        ss["llm_target"] = ids[0]
+    if ss.get("llm_contrast", "none") not in contrasts:
+        ss["llm_contrast"] = fallback
+    bind_url("llm_target", "target", ids, ids[0], labels=[names[i] for i in ids])
+    bind_url("llm_contrast", "contrast", contrasts, fallback, labels=["none"] + [names[i] for i in ids])
+    c1, c2 = st.columns(2)
+    target = c1.selectbox(_("Target token"), ids, key="llm_target", format_func=names.get,
+                          help=_("The five most likely next tokens, then the prompt's own tokens."))
+    contrast = c2.selectbox(_("Contrast token (its logit is subtracted)"), contrasts, key="llm_contrast",
+                            format_func=lambda c: _("none") if c == "none" else names[c])
+    if contrast == target:
+        contrast = "none"
+        c2.caption(_("The contrast is the target itself: none is subtracted."))
+    return target, None if contrast == "none" else int(contrast), names
+
+
+def _where_it_looks(prompt: str, layer: int, head: int, tokens: tuple[str, ...]) -> str:
+    """``token (weight)`` the head's last query weighs most (its layer recomputed from the cached residual)."""
+    weights = compute.layer_trace(prompt, layer).stage("weights", layer)[0, head, -1]  # [key_pos]
+    k = int(np.argmax(weights))
+    return f"{tokens[k]} ({number(float(weights[k]), '.2f')})"
+
+
+def _attribution(prompt: str, summary: dict, target: int, contrast: int | None, names: dict) -> None:
+    out = compute.attribution(prompt, target, contrast)
+    what = names[target] if contrast is None else f"{names[target]} − {names[contrast]}"
+    fmt = st.session_state.get("shared_image_format", "png")
+    left, right = st.columns([1.1, 1], gap="medium")
+    chart(dla_figure(out["heads"], out["mlps"], title=_("Direct logit attribution: {what}").format(what=what)),
+          key="llm_dla", config=chart_config("smollm2_dla", fmt), target=left)
+    tokens = summary["trace"].tokens[0]
+    order = np.argsort(-out["heads"].ravel(), kind="stable")[:5]
+    best = [divmod(int(i), compute.N_HEADS) for i in order]
+    with right:
+        st.markdown(_("**The parts add up to the answer.** Embeddings {e}, the 270 heads {h}, the 30 MLPs {m}: "
+                      "**{total}**, the model's own logit {kind} **{diff}**.").format(
+            e=number(out["embed"], "+.2f"), h=number(float(out["heads"].sum()), "+.2f"),
+            m=number(float(out["mlps"].sum()), "+.2f"), total=number(out["total"], "+.3f"),
+            kind=_("difference") if contrast is not None else _("value"), diff=number(out["logit_diff"], "+.3f")))
+        st.markdown(_("**The heads that write it most**, and the token their last query weighs most:"))
+        st.markdown("\n".join(f"- L{lay}H{h}: **{number(float(out['heads'][lay, h]), '+.2f')}** → "
+                              f"`{_where_it_looks(prompt, lay, h, tokens).replace('`', 'ˋ')}`"
+                              for lay, h in best))
+        st.caption(_("Before the final norm the last position's residual stream is a sum: the embedding, every head's "
+                     "output (its context through its slice of W_O) and every MLP's output. With the norm's scale "
+                     "frozen from this run, each part's direct share of the logit is one dot product with W_U[target] "
+                     "(minus W_U[contrast]), as TransformerLens's logit_attrs. It leaves out what a part does "
+                     "through later layers: patching, below, sees that."))
+
+
+def _lens(prompt: str, summary: dict, target: int, names: dict) -> None:
+    out = compute.lens(prompt, target)
+    tokens = list(summary["trace"].tokens[0][out["first"]:])
+    fmt = st.session_state.get("shared_image_format", "png")
+    chart(lens_figure(out["target_prob"], out["labels"], tokens, target=names[target], first=out["first"]),
+          key="llm_lens", config=chart_config("smollm2_logit_lens", fmt))
+    if out["first"]:
+        st.caption(_("The last {n} positions are shown; the first {m} are left out.").format(
+            n=len(tokens), m=out["first"]))
+    st.caption(_("Logit lens (nostalgebraist 2020): the residual stream after each layer is read as if it were the "
+                 "last, through the final RMSNorm and the unembedding W_U. The bottom row is the model's own "
+                 "prediction."))
+
+
+def _default_corrupt(prompt: str, target: int, contrast: int | None) -> str:
+    """The prompt with the contrast word's last occurrence replaced by the target word, so the answer flips (in the
+    indirect-object prompt the subject's second mention becomes the other name: "…, Mary gave a drink to" → John);
+    the prompt itself when the contrast word is not in it."""
+    if contrast is None:
+        return prompt
+    a, b = (compute.token_label(t).replace("␣", " ").strip() for t in (target, contrast))
+    at = prompt.rfind(b) if a and b else -1
+    return prompt if at < 0 else prompt[:at] + a + prompt[at + len(b):]
+
+
+def _patching(prompt: str, summary: dict, target: int, contrast: int | None, names: dict) -> None:
+    st.markdown(_("**Activation patching.** Run a corrupted prompt of the same length, then put back one head's "
+                  "output (or the residual stream at one position) from the clean run: how much of the clean logit "
+                  "difference comes back? 1 = all of it, 0 = none."))
+    if contrast is None:
+        st.info(_("Patching measures a logit difference: pick a contrast token above."), icon=":material/info:")
+        return
+    ss = st.session_state
+    if "llm_corrupt" not in ss or ss.get("llm_corrupt_for") != (prompt, target, contrast):
+        raw = st.query_params.get("corrupt") if "llm_corrupt" not in ss else None
+        ss["llm_corrupt"] = str(raw)[:MAX_CORRUPT_CHARS] if raw else _default_corrupt(prompt, target, contrast)
+        ss["llm_corrupt_for"] = (prompt, target, contrast)
+    corrupt = st.text_input(_("Corrupted prompt (same number of tokens)"), key="llm_corrupt")[:MAX_CORRUPT_CHARS]
+    if st.query_params.get("corrupt") != corrupt:
+        st.query_params["corrupt"] = corrupt
+    key = (prompt, corrupt, target, contrast)
+    if st.button(_("Patch every head and every position"), key="llm_patch_button", icon=":material/healing:",
+                 help=_("60 batched passes of SmolLM2: about 20 s of the server's time at 14 tokens.")):
+        bar = st.progress(0.0, text=_("Patching …"))
+        try:
+            ss["llm_patch"] = (key, compute.patched(prompt, corrupt, target, contrast, progress=lambda done, total:
+                                                    bar.progress(done / total, text=_("{done} of {total} passes").format(
+                                                        done=done, total=total))))
+        except ValueError as err:
+            ss["llm_patch"] = (key, {"error": str(err)})
+        bar.empty()
+    if ss.get("llm_patch", (None,))[0] != key:
+        st.caption(_("Press the button to patch (on request: it runs the model 60 times in batches)."))
+        return
+    out = ss["llm_patch"][1]
+    if "error" in out:
+        st.warning(_("Cannot patch: {error}.").format(error=plain(out["error"])), icon=":material/warning:")
+        return
+    fmt = ss.get("shared_image_format", "png")
+    tokens = summary["trace"].tokens[0]
+    left, right = st.columns(2, gap="medium")
+    chart(patching_figure(out["heads"], of="heads", x_labels=[str(h) for h in range(compute.N_HEADS)],
+                          x_title=_("head"), title=_("Each head's output patched in")), key="llm_patch_heads",
+          config=chart_config("smollm2_patch_heads", fmt), target=left)
+    chart(patching_figure(out["positions"], of="positions", x_labels=[f"{j}: {t}" for j, t in enumerate(tokens)],
+                          x_title=_("position"), title=_("The residual stream entering each layer, one position")),
+          key="llm_patch_positions", config=chart_config("smollm2_patch_positions", fmt), target=right)
+    st.caption(_("Logit difference clean {clean}, corrupted {corrupt}. Scores are (patched − corrupted) ÷ (clean − "
+                 "corrupted), as Wang et al. 2022 and TransformerLens's patching.").format(
+        clean=number(out["ld_clean"], "+.3f"), corrupt=number(out["ld_corrupt"], "+.3f")))
+
+
+def section(prompt: str, summary: dict) -> None:
+    """The section: pickers, then attribution, the logit lens and patching."""
+    st.subheader(_("What the heads write"))
+    st.caption(_("Where a head looks is not what it writes. Pick the token to explain and one to compare it with."))
+    target, contrast, names = _pickers(prompt)
+    _attribution(prompt, summary, target, contrast, names)
+    _lens(prompt, summary, target, names)
+    _patching(prompt, summary, target, contrast, names)
