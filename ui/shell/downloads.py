@@ -22,7 +22,10 @@ from __future__ import annotations
 import streamlit as st
 
 from .failover import AGAIN, moved_this_run
-from .i18n import _
+from .i18n import N_, _, language
+
+CSV_HEADERS = N_("The column headers stay English, like the JSON keys and the export command's files, so that a "
+                 "script or spreadsheet that reads one file reads them all, whichever language made it.")
 
 
 def download_button(target, label: str, data, *, key: str, **kwargs) -> bool:
@@ -32,6 +35,8 @@ def download_button(target, label: str, data, *, key: str, **kwargs) -> bool:
     click must be repeated. ``data`` a callable (built when clicked): the click does not rerun (see the module's
     docstring). Returns whether it was clicked (always False for a callable)."""
     kwargs.pop("on_click", None)
+    if kwargs.get("mime") == "text/csv" and language() != "en":  # the headers are English on purpose: say why
+        kwargs.setdefault("help", _(CSV_HEADERS))
     deferred = callable(data)
     clicked = target.download_button(label, data, key=key, on_click="ignore" if deferred else "rerun", **kwargs)
     if clicked and moved_this_run():
