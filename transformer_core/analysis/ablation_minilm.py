@@ -15,12 +15,16 @@ shifts and weights use the whole input (up to ``max_tokens``, at most 512).
 
 Mean ablation (``mode="mean"``) replaces a head's context by its mean over the reference set
 :data:`REFERENCE_SENTENCES` (:data:`REFERENCE_NAME`), per position, padding mask on; ``reference=`` takes
-any other set of sentences.
+any other set of sentences within a budget counted before any work (:func:`fit_reference`:
+:data:`REFERENCE_MAX_BYTES` bytes of text, :data:`REFERENCE_MAX_LINES` sentences, :data:`REFERENCE_MAX_TOKENS`
+tokens), run in batches of at most :data:`REFERENCE_CHUNK_CELLS` padded token pairs, so its memory does not grow
+with the set.
 
 Shape legend: batch, head, query_pos, key_pos; pos, d_model (384).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -30,11 +34,18 @@ from ..models.minilm import EMBEDDING_MAX_TOKENS, MAX_POSITIONS, MINILM_CONFIG, 
 from ..models.minilm_trace import run_minilm
 from ..records.trace import Trace
 from ..text.tokenize import sentence_list, wordpiece_encode
-from .ablation import (Head, ReferenceMeans, ablate, cached_reference, nearest_other, record_reference,
+from .ablation import (Head, ReferenceMeans, ablate, cached_reference, nearest_other, record_reference_batches,
                        relative_change, sentence_embeddings)
 
 N_LAYERS, N_HEADS = MINILM_CONFIG.n_layers, MINILM_CONFIG.n_heads
 RANK_BUDGET = 60_000_000  # attention numbers (copies × heads × pos²) per batched forward of rank_heads (~240 MB)
+# A reference set is user input: its budget, counted before the model runs. 64 sentences of 32 tokens or 4 of 512
+# fit (~2 s of one core here); a 512-token sentence costs ~42 MB of attention arrays per forward, so the set runs
+# in batches of at most REFERENCE_CHUNK_CELLS (rows × padded length²: two 512-token rows, ~25 MB of weights a layer)
+REFERENCE_MAX_BYTES = 32_768  # UTF-8 bytes of the whole set, cut before it is tokenized
+REFERENCE_MAX_LINES = 64
+REFERENCE_MAX_TOKENS = 2_048  # WordPiece tokens of the whole set, [CLS] and [SEP] included, each line ≤ 512
+REFERENCE_CHUNK_CELLS = 2 * 512 * 512
 REFERENCE_NAME = "everyday-16"  # the default mean-ablation reference set's name (shown by the app)
 REFERENCE_SENTENCES = (  # 16 everyday English sentences of 6–27 tokens ([CLS] and [SEP] included), varied topics
     "The train was late again this morning.",
@@ -83,22 +94,105 @@ def encode(sentences: list[str], max_tokens: int, padding: bool = True
     return ids, (real.long() if padding else torch.ones_like(ids)), real, lengths
 
 
-def minilm_reference(sentences=REFERENCE_SENTENCES, *, model=None) -> ReferenceMeans:
-    """Each head's mean context over ``sentences`` (default :data:`REFERENCE_SENTENCES`), per position: the
-    ``"mean"`` ablation's replacement (:class:`~transformer_core.analysis.ablation.ReferenceMeans`). One
-    padded batch, padding mask on; computed once per model and set.
+@dataclasses.dataclass(frozen=True)
+class ReferenceFit:
+    """A reference set within the budget: ``sentences`` (what is used), ``given`` (how many non-blank lines
+    came), ``tokens`` (their WordPiece tokens, each line cut to 512), ``cut_by`` (``None``, or the budget that cut
+    it: ``"bytes"``, ``"lines"`` or ``"tokens"``)."""
+
+    sentences: tuple[str, ...]
+    given: int
+    tokens: int
+    cut_by: str | None
+
+
+def _lengths(sentences: list[str]) -> list[int]:
+    """WordPiece tokens of each sentence with [CLS] and [SEP], cut to the model's 512 as :func:`encode` cuts."""
+    return [min(len(e.ids), MAX_POSITIONS) for e in wordpiece_encode(sentences)] if sentences else []
+
+
+def fit_reference(lines: Iterable[str]) -> ReferenceFit:
+    """The leading part of ``lines`` (one sentence each; blank lines dropped) that fits the reference budget:
+    at most :data:`REFERENCE_MAX_BYTES` bytes of UTF-8 text (counted first, before tokenizing; a cut line keeps its
+    whole characters), :data:`REFERENCE_MAX_LINES` sentences and :data:`REFERENCE_MAX_TOKENS` tokens.
 
     Raises:
-        ValueError: no sentence has a token. PretrainedUnavailable: MiniLM is missing.
+        TypeError: ``lines`` is one string (see :func:`~transformer_core.text.tokenize.sentence_list`).
     """
-    sentences = tuple(sentence_list(sentences))
+    raw = sentence_list(lines)
+    given = [line.strip() for line in raw if line.strip()]
+    cut_by, kept, used = None, [], 0
+    for line in given:
+        size = len(line.encode("utf-8")) + 1
+        if used + size > REFERENCE_MAX_BYTES:
+            cut_by = "bytes"
+            room = REFERENCE_MAX_BYTES - used - 1
+            part = line.encode("utf-8")[:max(0, room)].decode("utf-8", "ignore").strip()
+            if part:
+                kept.append(part)
+            break
+        kept.append(line)
+        used += size
+    if len(kept) > REFERENCE_MAX_LINES:
+        kept, cut_by = kept[:REFERENCE_MAX_LINES], "lines"
+    total, fitted = 0, []
+    for line, n in zip(kept, _lengths(kept)):
+        if total + n > REFERENCE_MAX_TOKENS:
+            cut_by = "tokens"
+            break
+        fitted.append(line)
+        total += n
+    return ReferenceFit(tuple(fitted), len(given), total, cut_by)
+
+
+def reference_batches(lengths: list[int]) -> list[list[int]]:
+    """Indices of the reference sentences per batch: by length (least padding), each batch at most
+    :data:`REFERENCE_CHUNK_CELLS` rows × longest² (a 512-token sentence alone in a batch still runs)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and (len(batches[-1]) + 1) * lengths[i] ** 2 <= REFERENCE_CHUNK_CELLS:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def reference_attention_bytes(sentences) -> int:
+    """Bytes of the attention arrays of every layer of the largest batch :func:`minilm_reference` runs for
+    ``sentences`` (as :func:`~ui.shell.heavy.attention_bytes` counts a page's run): what sizes its memory."""
+    lengths = _lengths(sentence_list(sentences))
+    return max((len(b) * max(lengths[i] for i in b) ** 2 * N_LAYERS * N_HEADS * 4
+                for b in reference_batches(lengths)), default=0)
+
+
+def minilm_reference(sentences=REFERENCE_SENTENCES, *, model=None) -> ReferenceMeans:
+    """Each head's mean context over ``sentences`` (default :data:`REFERENCE_SENTENCES`), per position: the
+    ``"mean"`` ablation's replacement (:class:`~transformer_core.analysis.ablation.ReferenceMeans`). Padding mask
+    on; run in batches of bounded size (:func:`reference_batches`), so a set's memory does not grow with it; kept a
+    while in a byte-bounded cache (:func:`~transformer_core.analysis.ablation.cached_reference`).
+
+    Raises:
+        ValueError: no sentence has a token, or the set is over the budget (cut it first with
+            :func:`fit_reference`). PretrainedUnavailable: MiniLM is missing.
+    """
+    sentences = tuple(line.strip() for line in sentence_list(sentences) if line.strip())
+    fit = fit_reference(sentences)
+    if fit.cut_by is not None:
+        raise ValueError(f"the reference set is over its budget ({fit.cut_by}): at most {REFERENCE_MAX_LINES} "
+                         f"sentences, {REFERENCE_MAX_TOKENS} tokens and {REFERENCE_MAX_BYTES} bytes; "
+                         f"fit_reference() keeps the first {len(fit.sentences)}")
     if model is None:
         model, _ = load_minilm()
     name = REFERENCE_NAME if sentences == REFERENCE_SENTENCES else f"{len(sentences)} sentences"
 
     def make() -> ReferenceMeans:
-        ids, attention_mask, real, _ = encode(list(sentences), MAX_POSITIONS)
-        return record_reference(model, lambda m: m(ids, attention_mask), real, name)
+        def batches():
+            for batch in reference_batches(_lengths(list(sentences))):
+                ids, attention_mask, real, _ = encode([sentences[i] for i in batch], MAX_POSITIONS)
+                yield (lambda m, ids=ids, mask=attention_mask: m(ids, mask)), real
+
+        return record_reference_batches(model, batches(), name)
 
     return cached_reference(model, ("minilm", sentences), make)
 

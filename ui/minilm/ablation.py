@@ -5,6 +5,8 @@ the model is never changed: ablation runs in a thread-private context.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 
 import pandas as pd
@@ -20,15 +22,41 @@ from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.cache import memo
 from ..shell.i18n import _
+from ..shell import heavy
 from ..shell.url import bind_url
-from .compute import holding
+from . import compute
 
 
 # ------------------------------------------------------------------ MiniLM
 
 
+def holding_with_reference(func):
+    """Decorator: ``func(sentences, …, reference=…)`` runs inside the heavy slot (:mod:`ui.shell.heavy`), sized by
+    the larger of the page's run on ``sentences`` and the reference set's largest batch: a short sentence with a
+    long reference set is a large computation too."""
+    @functools.wraps(func)
+    def run(sentences, *args, **kwargs):
+        bound = inspect.signature(func).bind(sentences, *args, **kwargs)
+        reference = bound.arguments.get("reference")
+        with heavy.large(max(compute.attention_nbytes(sentences), reference_nbytes(reference))):
+            return func(sentences, *args, **kwargs)
+    return run
+
+
+def reference_nbytes(reference: tuple[str, ...] | None) -> int:
+    """Attention bytes of the reference set's largest batch (0 for the default set, which is small)."""
+    if not reference:
+        return 0
+    from transformer_core.analysis.ablation_minilm import reference_attention_bytes
+
+    try:
+        return reference_attention_bytes(reference)
+    except Exception:  # noqa: BLE001  (a missing MiniLM is reported by the computation itself)
+        return 0
+
+
 @memo("minilm_layer")
-@holding  # the whole model on the batch: one large computation at a time (ui/shell/heavy.py)
+@holding_with_reference  # the whole model on the batch: one large computation at a time (ui/shell/heavy.py)
 def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str, batch: int, layer: int,
              reference: tuple[str, ...] | None = None) -> dict:
     from transformer_core.analysis.ablation_minilm import ablation_effects
@@ -41,7 +69,7 @@ def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str,
 
 @memo("minilm_summary", key=lambda sentences, padding, mode, reference=None, progress=None:
       (sentences, padding, mode, reference))
-@holding
+@holding_with_reference
 def _ranked(sentences: tuple[str, ...], padding: bool, mode: str, reference: tuple[str, ...] | None = None,
             progress=None) -> dict:
     from transformer_core.analysis.ablation_minilm import rank_heads
@@ -59,7 +87,8 @@ def reference_control(mode: str) -> tuple[str, ...] | None:
         return None
     key = "minilm_ablate_reference"
     st.session_state.setdefault(key, "\n".join(REFERENCE_SENTENCES))
-    lines = tuple(line.strip() for line in str(st.session_state[key]).splitlines() if line.strip())
+    fit = _fit(str(st.session_state[key]))
+    lines = fit.sentences
     custom = bool(lines) and lines != REFERENCE_SENTENCES
     title = (_("Reference set: {n} sentences of your own").format(n=len(lines)) if custom else
              _("Reference set: {name} ({n} everyday sentences)").format(name=REFERENCE_NAME,
@@ -71,7 +100,28 @@ def reference_control(mode: str) -> tuple[str, ...] | None:
                             "over all their tokens. Empty = the default set."))
         if not lines:
             st.caption(_("No sentence: the default set {name} is used.").format(name=REFERENCE_NAME))
+    if fit.cut_by is not None:  # said outside the box too: the student may not have it open
+        st.info(cut_note(fit), icon=":material/content_cut:")
     return lines if custom else None
+
+
+@functools.lru_cache(maxsize=32)  # the page reruns on every click: tokenize a pasted set once
+def _fit(text: str):
+    from transformer_core.analysis.ablation_minilm import fit_reference
+
+    return fit_reference(text.splitlines())
+
+
+def cut_note(fit) -> str:
+    """The page's note for a reference set cut to its budget (:func:`~transformer_core.analysis.ablation_minilm.
+    fit_reference`), in the page's language."""
+    from transformer_core.analysis.ablation_minilm import (REFERENCE_MAX_BYTES, REFERENCE_MAX_LINES,
+                                                           REFERENCE_MAX_TOKENS)
+
+    return _("Reference set cut to its first {kept} of {given} sentences: a reference set may hold at most {lines} "
+             "sentences, {tokens} tokens and {kb} kB of text, so that its mean fits in the server's memory.").format(
+        kept=len(fit.sentences), given=fit.given, lines=REFERENCE_MAX_LINES, tokens=f"{REFERENCE_MAX_TOKENS:,}",
+        kb=REFERENCE_MAX_BYTES // 1024)
 
 
 def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels: tuple[str, ...],

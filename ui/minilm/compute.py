@@ -43,12 +43,18 @@ def _token_count(sentence: str) -> int:
         return len(sentence.split()) + 2
 
 
-def large(sentences: tuple[str, ...]):
-    """:func:`ui.shell.heavy.large` for a MiniLM computation on ``sentences``, sized by the attention weights of
-    every layer (the batch padded to its longest sentence, at most :data:`MAX_MINILM_TOKENS`): each step of the
-    page measured at most 2.7× those bytes (benchmarks/bench_memory.py), whichever stages it keeps."""
+def attention_nbytes(sentences: tuple[str, ...]) -> int:
+    """Bytes of the attention weights of every layer for ``sentences`` (the batch padded to its longest sentence,
+    at most :data:`MAX_MINILM_TOKENS`)."""
     tokens = min(MAX_MINILM_TOKENS, max(_token_count(s) for s in sentences))
-    return heavy.large(heavy.attention_bytes(len(sentences), tokens, N_LAYERS, N_HEADS))
+    return heavy.attention_bytes(len(sentences), tokens, N_LAYERS, N_HEADS)
+
+
+def large(sentences: tuple[str, ...]):
+    """:func:`ui.shell.heavy.large` for a MiniLM computation on ``sentences``, sized by :func:`attention_nbytes`:
+    each step of the page measured at most 2.7× those bytes (benchmarks/bench_memory.py), whichever stages it
+    keeps."""
+    return heavy.large(attention_nbytes(sentences))
 
 
 def holding(func):

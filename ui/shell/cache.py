@@ -95,10 +95,13 @@ def _sweep_forever() -> None:
 
 
 def sweep() -> None:
-    """Drop every expired entry now (the daemon thread calls this every :data:`SWEEP_S` s)."""
+    """Drop every expired entry now (the daemon thread calls this every :data:`SWEEP_S` s), the core's reference
+    means included (:func:`transformer_core.analysis.ablation.expire_references`, once that module is loaded)."""
     for cache, cond in list(_caches.values()):
         with cond:
             cache.expire()
+    if (ablation := sys.modules.get("transformer_core.analysis.ablation")) is not None:
+        ablation.expire_references()
 
 
 def _malloc_trim():
@@ -253,3 +256,5 @@ def clear_all() -> None:
             cache.clear()
     with _figures_lock:
         _figures.clear()
+    if (ablation := sys.modules.get("transformer_core.analysis.ablation")) is not None:
+        ablation.clear_references()
