@@ -223,7 +223,8 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     plot_px = width_px - left - 70
     if square:
         plot_px = min(plot_px, size - 110)
-    angle = 0 if longest * 7 <= plot_px / max(1, len(xticks)) else -90
+    # with a gap of a few px to the next: at d_head 16, "d10d11d12…" touched and read as one word
+    angle = 0 if longest * 7 + 6 <= plot_px / max(1, len(xticks)) else -90
     if fit_ticks:  # narrow panels: every k-th label where a label per row or column would not fit (issue 34)
         plot_h = size - ((longest * 7 + 8 if angle else 18) + 34) - 70  # less the labels above and the caption
         if square:  # one cell = one square: the shorter side sets both (the key labels' too)
