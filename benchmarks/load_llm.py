@@ -286,7 +286,7 @@ def main() -> None:
     if max(args.sessions) + 1 > len(words):  # one word each, and one for the solo student
         ap.error(f"--sessions: at most {len(words) - 1} (one marker word each), got {max(args.sessions)}")
     limit_mb = float(run_local.REPLICA_ENV["AE_MEMORY_LIMIT_MB"])
-    tables = []
+    tables, rows = [], []
     for replicas in args.replicas:
         with run_local.cluster(replicas) as c:
             pids = [r.proc.pid for r in c.replicas]
@@ -323,9 +323,15 @@ def main() -> None:
                 for e in (stats.errors + stats.leaks)[:10]:
                     print("   !", e, flush=True)
                 tables.append((head, action_table(stats, solo_cpu)))
+                rows.append(f"| {replicas} | {n} | {runs} | {len(stats.errors)} | {len(stats.leaks)} | "
+                            f"{shown(worst, '.2f')} | {shown(1000 * cpu / max(1, runs), '.0f')} | "
+                            + " / ".join(f"{b:.0f}" for _a, b, _e in rss) + f" of {limit_mb:.0f} | {load:.1f} |")
     for head, lines in tables:
         print(f"\n{head}\n")
         print("\n".join(lines))
+    print("\n| replicas | students | actions | errors | leaks | worst /llm p95 (s) | CPU ms per action | "
+          "peak RSS MB per replica | load avg (peak) |\n|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+    print("\n".join(rows))
 
 
 if __name__ == "__main__":
