@@ -27,7 +27,13 @@ ENV = "ATTENTION_CHART"  # "streamlit": st.plotly_chart everywhere (the fallback
 NAME = "attention_chart"
 # full screen (chart.js's Fullscreen button): the chart covers the window 32 px in, on the page's background
 CSS = (".attention-chart{width:100%}.attention-chart.attention-chart-full{position:fixed;top:32px;left:32px;"
-       "right:32px;width:auto;z-index:1000100;background:#fff;box-shadow:0 0 0 100vmax #fff}")
+       "right:32px;width:auto;z-index:1000100;background:#fff;box-shadow:0 0 0 100vmax #fff}"
+       # the camera's notices ("Preparing image…", "Image download succeeded"): plotly.js stacks them at the top
+       # right, over the pickers there; one line each, side by side in the header strip, they cover no control
+       ".plotly-notifier{top:8px!important;right:auto!important;left:50%!important;transform:translateX(-50%);"
+       "display:flex;gap:4px;max-width:none!important;pointer-events:none;z-index:1000200!important}"
+       ".plotly-notifier .notifier-note{max-width:none!important;min-width:0!important;white-space:nowrap;"
+       "padding:3px 10px!important}.plotly-notifier .notifier-close{display:none}")
 SUFFIX = "-chart"  # the element's own key beside the page's key (which holds the selection event)
 # Streamlit's light chart theme as st.plotly_chart draws it: figures made in the app carry the "streamlit"
 # template with placeholder colours (#000001…) that only Streamlit's frontend fills in; this is that filled template.
