@@ -105,8 +105,9 @@ def reference_control(mode: str) -> tuple[str, ...] | None:
     return lines if custom else None
 
 
-@functools.lru_cache(maxsize=32)  # the page reruns on every click: tokenize a pasted set once
 def _fit(text: str):
+    # not memoized: the key would be the whole pasted text, kept for the process's life; the budget's byte cut
+    # comes before tokenizing, so a rerun costs a few ms whatever was pasted
     from transformer_core.analysis.ablation_minilm import fit_reference
 
     return fit_reference(text.splitlines())
