@@ -26,7 +26,9 @@ st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder 
 
 # ------------------------------------------------------------------ the prompt (?prompt=…)
 if "llm_prompt" not in ss:
-    raw = st.query_params.get("prompt")
+    # a link's prompt first; else the one this student typed before visiting another page (Streamlit drops a widget's
+    # state when its page is left, and the menu's link has no ?prompt=); else the example
+    raw = st.query_params.get("prompt") or ss.get("llm_prompt_kept")
     ss["llm_prompt"] = str(raw)[:MAX_PROMPT_CHARS] if raw else llm.EXAMPLES.get(i18n.language(), llm.EXAMPLES["en"])
 prompt = st.text_area(_("Prompt"), key="llm_prompt", height=68,
                       help=_("SmolLM2 continues this text. At most {n} tokens are used.").format(n=llm.MAX_LLM_TOKENS))
@@ -35,6 +37,7 @@ if len(prompt) > MAX_PROMPT_CHARS:
     prompt = prompt[:MAX_PROMPT_CHARS]
 if st.query_params.get("prompt") != prompt:
     st.query_params["prompt"] = prompt
+ss["llm_prompt_kept"] = prompt
 if not prompt.strip():
     st.info(_("Type a prompt to begin."), icon=":material/edit:")
     st.stop()

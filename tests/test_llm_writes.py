@@ -43,10 +43,11 @@ def test_attribution_and_lens_come_from_the_one_run_and_equal_the_core(smollm2):
     calls = []
     handle = model.register_forward_pre_hook(lambda *_: calls.append(1))
     try:
-        at = open_page()
+        at = open_page(lens="1")
     finally:
         handle.remove()
     assert len(calls) == 1  # the prompt's one run (the ablation section's IOI prompt is the same prompt: cached)
+    assert not any(f["layout"].get("meta", {}).get("view") == "logit_lens" for f in figures(open_page()))  # closed
     mary, john = ids_of(tokenizer, " Mary", " John")
     assert at.selectbox(key="llm_target").value == mary and at.selectbox(key="llm_contrast").value == john
     _trace, prediction = run_smollm2(IOI, residuals=True, only=lambda n: False)
@@ -108,3 +109,16 @@ def test_the_default_corrupted_prompt_flips_the_answer_and_patching_shows_the_co
     assert core["ld_clean"] > 0 > core["ld_corrupt"]
     caption = next(c.value for c in at.caption if "Logit difference clean" in c.value)
     assert f"clean {core['ld_clean']:+.3f}, corrupted {core['ld_corrupt']:+.3f}" in caption
+
+
+def test_the_typed_prompt_survives_a_visit_to_another_page(smollm2):
+    """Streamlit drops a widget's state when its page is left, and the menu's link carries no ?prompt=: the page
+    keeps the student's prompt itself instead of showing the example again."""
+    at = open_page()
+    at.text_area(key="llm_prompt").set_value("The teacher asked the class a question").run(timeout=600)
+    at.switch_page("pages/masks_lab.py").run(timeout=600)
+    for key in list(at.query_params):  # the menu's link: no parameters
+        del at.query_params[key]
+    at.switch_page(PAGE).run(timeout=600)
+    assert not at.exception, [e.message for e in at.exception]
+    assert at.text_area(key="llm_prompt").value == "The teacher asked the class a question"

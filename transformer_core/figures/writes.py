@@ -17,6 +17,16 @@ from ..text.i18n import _
 from .stage import SEQUENTIAL
 
 DIVERGING = "RdBu"  # negative red, positive blue; zmid 0
+CELL_CHARS = 7  # a logit-lens cell shows at most this many characters of its top token (the hover has it whole)
+
+
+def _esc(text: str) -> str:
+    """Plotly's text is HTML-like: escape <, > and & (it shows &quot; literally, so quotes stay as they are)."""
+    return html.escape(str(text), quote=False)
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= CELL_CHARS else label[:CELL_CHARS - 1] + "…"
 
 
 def _symmetric(values: np.ndarray) -> float:
@@ -40,7 +50,7 @@ def dla_figure(heads: np.ndarray, mlps: np.ndarray, *, title: str, height: int =
                       colorbar=dict(title=dict(text=_("logit"), side="right"), thickness=10, len=0.9))
     fig = go.Figure(data=[heat])
     fig.update_layout(
-        title=dict(text=html.escape(title), font=dict(size=13), x=0), height=height,
+        title=dict(text=_esc(title), font=dict(size=13), x=0), height=height,
         margin=dict(l=60, r=10, t=60, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
         xaxis=dict(tickmode="array", tickvals=list(range(n_heads + 1)),
                    ticktext=[str(h) for h in range(n_heads)] + ["MLP"], side="top", fixedrange=True,
@@ -57,21 +67,22 @@ def lens_figure(target_prob: np.ndarray, top_labels: list[list[str]], tokens: li
     ``embeddings, after layer 0 … after layer n − 1`` from the top; columns the tokens (positions ``first …``)."""
     rows, n = target_prob.shape
     row_names = [_("embeddings")] + [_("after layer {layer}").format(layer=i) for i in range(rows - 1)]
-    text = [[html.escape(label) for label in row] for row in top_labels]
-    x = [f"{first + j}: {html.escape(t)}" for j, t in enumerate(tokens)]
+    text = [[_esc(_short(label)) for label in row] for row in top_labels]
+    whole = [[_esc(label) for label in row] for row in top_labels]
+    x = [f"{first + j}: {_esc(t)}" for j, t in enumerate(tokens)]
     heat = go.Heatmap(z=target_prob, x=x, y=row_names, zmin=0, zmax=1, colorscale=SEQUENTIAL, xgap=1, ygap=1,
-                      text=text, texttemplate="%{text}", textfont=dict(size=10),
-                      hovertemplate="%{y} · %{x}<br>" + _("top token") + " %{text}<br>"
-                      + _("p({target})").format(target=html.escape(target)) + " %{z:.3f}<extra></extra>",
-                      colorbar=dict(title=dict(text=_("p({target})").format(target=html.escape(target)), side="right"),
+                      text=text, texttemplate="%{text}", textfont=dict(size=10), customdata=whole,
+                      hovertemplate="%{y} · %{x}<br>" + _("top token") + " %{customdata}<br>"
+                      + _("p({target})").format(target=_esc(target)) + " %{z:.3f}<extra></extra>",
+                      colorbar=dict(title=dict(text=_("p({target})").format(target=_esc(target)), side="right"),
                                     thickness=10, len=0.9))
     fig = go.Figure(data=[heat])
     fig.update_layout(
         title=dict(text=_("Logit lens: each layer's residual stream through the final norm and W_U — colour "
-                          "p({target}), text the top token").format(target=html.escape(target)),
+                          "p({target}), text the top token").format(target=_esc(target)),
                    font=dict(size=13), x=0),
-        height=height, margin=dict(l=110, r=10, t=50, b=10), dragmode=False,
-        xaxis=dict(side="top", tickangle=-45, fixedrange=True, automargin=True),
+        height=height, margin=dict(l=110, r=10, t=40, b=10), dragmode=False,
+        xaxis=dict(side="bottom", tickangle=-45, fixedrange=True, automargin=True),
         yaxis=dict(autorange="reversed", fixedrange=True, tickmode="array",
                    tickvals=row_names[::3] + ([row_names[-1]] if (rows - 1) % 3 else []),
                    ticktext=row_names[::3] + ([row_names[-1]] if (rows - 1) % 3 else [])),
@@ -93,11 +104,12 @@ def patching_figure(scores: np.ndarray, *, of: str, x_labels: list[str], x_title
     fig = go.Figure(data=[heat])
     step = max(1, n_cols // 24)
     fig.update_layout(
-        title=dict(text=html.escape(title), font=dict(size=13), x=0), height=height,
+        title=dict(text=_esc(title), font=dict(size=13), x=0), height=height,
         margin=dict(l=60, r=10, t=60, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
         xaxis=dict(tickmode="array", tickvals=list(range(0, n_cols, step)),
-                   ticktext=[html.escape(x_labels[c]) for c in range(0, n_cols, step)], side="top", fixedrange=True,
-                   tickangle=-45 if n_cols > 9 else 0, title=dict(text=html.escape(x_title), standoff=2)),
+                   ticktext=[_esc(x_labels[c]) for c in range(0, n_cols, step)], fixedrange=True, automargin=True,
+                   side="top" if n_cols <= 9 else "bottom", tickangle=-45 if n_cols > 9 else 0,
+                   title=dict(text=_esc(x_title), standoff=2)),
         yaxis=dict(range=[n_layers - 0.5, -0.5], tickmode="array", tickvals=list(range(0, n_layers, 2)),
                    ticktext=[_("layer {layer}").format(layer=lay) for lay in range(0, n_layers, 2)], fixedrange=True),
         meta={"view": "patching", "of": of, "n_layers": n_layers})

@@ -153,6 +153,13 @@ def token_label(tokenizer_id: int) -> str:
     return readable(encode_labels([tokenizer.id_to_token(int(tokenizer_id))])[0])
 
 
+def lens_label(tokenizer_id: int) -> str:
+    """A token's label for a small cell: a byte piece that completes no character is ``‹bytes›`` (its bytes in
+    the hover's full label would not fit: ``<0xE4><0xBB> (part of a character)``)."""
+    label = token_label(tokenizer_id)
+    return _("‹bytes›") if "<0x" in label else label
+
+
 def readable(label: str) -> str:
     """``label`` of one token, saying in the page's language when it holds bytes of a character that the token
     alone does not complete (byte fallback: ``<0xE4><0xBB>`` → ``<0xE4><0xBB> (part of a character)``)."""
@@ -211,7 +218,7 @@ def lens(prompt: str, target: int) -> dict:
     stream = summary(prompt)["stream"]
     first = max(0, stream.shape[1] - LENS_POSITIONS)
     out = logit_lens(net, stream[:, first:], target)
-    names = {int(i): token_label(int(i)) for i in np.unique(out["top_ids"])}
+    names = {int(i): lens_label(int(i)) for i in np.unique(out["top_ids"])}
     out["labels"] = [[names[int(i)] for i in row] for row in out["top_ids"]]
     out["first"] = first
     return out

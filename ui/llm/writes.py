@@ -17,6 +17,7 @@ from transformer_core.figures.writes import dla_figure, lens_figure, patching_fi
 from ..parts.numbers import number
 from ..shell.chart import chart
 from ..shell.i18n import _
+from ..shell.lazy import lazy_expander
 from ..shell.markdown import plain
 from ..shell.url import bind_url
 from . import compute
@@ -86,10 +87,22 @@ def _attribution(prompt: str, summary: dict, target: int, contrast: int | None, 
 
 
 def _lens(prompt: str, summary: dict, target: int, names: dict) -> None:
+    # closed by default: 31 rows × the positions through W_U (49,152 tokens) is ~0.5 s of the server at 16 tokens,
+    # paid only by a student who opens it (?lens=1)
+    box = lazy_expander(_("Logit lens: the answer forming layer by layer"), key="llm_lens_box", url="lens",
+                        icon=":material/stacked_line_chart:")
+    if not box.open:
+        return
+    with box:
+        _lens_figure(prompt, summary, target)
+
+
+def _lens_figure(prompt: str, summary: dict, target: int) -> None:
     out = compute.lens(prompt, target)
     tokens = list(summary["trace"].tokens[0][out["first"]:])
     fmt = st.session_state.get("shared_image_format", "png")
-    chart(lens_figure(out["target_prob"], out["labels"], tokens, target=names[target], first=out["first"]),
+    label = compute.readable(compute.token_label(target))
+    chart(lens_figure(out["target_prob"], out["labels"], tokens, target=label, first=out["first"]),
           key="llm_lens", config=chart_config("smollm2_logit_lens", fmt))
     if out["first"]:
         st.caption(_("The last {n} positions are shown; the first {m} are left out.").format(
@@ -158,7 +171,7 @@ def _patching(prompt: str, summary: dict, target: int, contrast: int | None, nam
 
 
 def section(prompt: str, summary: dict) -> None:
-    """The section: pickers, then attribution, the logit lens and patching."""
+    """The section: pickers, then attribution, the logit lens (in a box opened on request) and patching."""
     st.subheader(_("What the heads write"))
     st.caption(_("Where a head looks is not what it writes. Pick the token to explain and one to compare it with."))
     target, contrast, names = _pickers(prompt)
