@@ -32,6 +32,7 @@ PAGES = {
                                    "A vs B"]),
     "pages/modern.py": ("modern_section", ["Positions", "Shared KV heads", "KV cache", "Long inputs", "Online softmax"]),
     "pages/llm.py": ("step", []),
+    "pages/guided.py": ("step", []),
 }
 
 

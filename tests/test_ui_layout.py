@@ -16,7 +16,7 @@ import pytest
 from test_package_layout import imports_of
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_ROOMS = ("ui.explorer", "ui.minilm", "ui.causal", "ui.lessons", "ui.llm", "ui.modern")
+PAGE_ROOMS = ("ui.explorer", "ui.minilm", "ui.causal", "ui.lessons", "ui.llm", "ui.modern", "ui.guided")
 # Each level may import the levels below it (and its own room), never one above.
 LEVELS = {"transformer_core": 0, "ui.shell": 1, "ui.parts": 2, **{room: 3 for room in PAGE_ROOMS}, "pages": 4}
 MAX_LINES = 350

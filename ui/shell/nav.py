@@ -37,6 +37,7 @@ PAGES = (  # (script, title, icon, url_path); the first one is the default page,
     ("pages/pipeline.py", N_("Multi-head pipeline"), ":material/account_tree:", "pipeline"),
     ("pages/modern.py", N_("Attention since 2017"), ":material/update:", "modern"),
     ("pages/llm.py", N_("Real LLM (SmolLM2)"), ":material/chat:", "llm"),
+    ("pages/guided.py", N_("Guided lessons"), ":material/school:", "guided"),
 )
 # The default page's url_path only names it internally (Streamlit serves it at "/" and
 # hashes the url_path into the page id); "explorer" belongs to the alias below.

@@ -1,0 +1,33 @@
+"""Guided lessons: short steps that ask the learner to predict before they show, each on a live figure of the
+learner's own sentence (or of the trained models), each step a link (?lesson=2&step=3)."""
+from ui.shell import nav  # first, before the heavy imports below
+
+nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
+
+import streamlit as st
+
+from ui.causal import compute as causal
+from ui.guided import ask, catalog, route
+from ui.guided.sources import Sources
+from ui.llm import compute as llm
+from ui.parts import toy_compute
+from ui.shell import controls
+from ui.shell.i18n import _
+
+settings = toy_compute.usable(controls.current())  # WordPiece unavailable: word-level tokens, with a note
+st.title(_("Guided lessons"))
+lesson, step = route.where(catalog.TITLES, catalog.COUNTS)
+route.progress(lesson, step, catalog.COUNTS)
+if not settings.sentences:
+    st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
+    st.stop()
+# the pages' own caches: a lesson adds no model run of its own
+sources = Sources(toy=toy_compute.toy_trace, causal=causal.causal_trace, sequence=causal.generate,
+                  llm_summary=llm.summary, llm_layer=llm.layer_trace, llm_attribution=llm.attribution)
+try:
+    view = catalog.LESSONS[lesson - 1][1][step - 1](settings, sources)
+except ValueError as err:
+    st.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
+    st.stop()
+ask.show(view, lesson, step)
+route.buttons(lesson, step, catalog.COUNTS)

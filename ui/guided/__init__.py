@@ -1,0 +1,1 @@
+"""The guided lessons' room: lessons of steps that ask before they show, on live figures."""

@@ -1,0 +1,10 @@
+"""The lessons in order: each a title and its steps (functions of the settings and the sources to a StepView)."""
+from __future__ import annotations
+
+from . import lesson_dot
+
+LESSONS = (
+    (lesson_dot.TITLE, lesson_dot.STEPS),
+)
+TITLES = tuple(title for title, _steps in LESSONS)
+COUNTS = tuple(len(steps) for _title, steps in LESSONS)

@@ -1,0 +1,39 @@
+"""Helpers the toy model's lessons share: the learner's settings as a link, the sentence, a short list of choices."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..shell.controls import Settings, to_query_params
+
+
+def link_params(settings: Settings, **view) -> dict:
+    """The shared controls of ``settings`` as URL parameters (a new tab reads them), then the page's own."""
+    values = {"text": "\n".join(settings.sentences), **{f.name: getattr(settings, f.name)
+                                                         for f in dataclasses.fields(settings) if f.name != "sentences"}}
+    return {**to_query_params(values), **{k: v for k, v in view.items()}}
+
+
+def first_sentence(trace, batch: int = 0) -> tuple[list[str], int]:
+    """The tokens of one sentence without its padding, and its length."""
+    n = int(trace.lengths[batch])
+    return list(trace.tokens[batch][:n]), n
+
+
+def few(positions, n: int, most: int = 4) -> list[int]:
+    """Up to ``most`` distinct positions below ``n``, the given ones first, then from the start; sorted."""
+    out: list[int] = []
+    for p in [*positions, *range(n)]:
+        if 0 <= p < n and p not in out:
+            out.append(int(p))
+        if len(out) == most:
+            break
+    return sorted(out)
+
+
+def softmax(row: np.ndarray) -> np.ndarray:
+    """Softmax of one row of finite scores (float64)."""
+    row = np.asarray(row, np.float64)
+    e = np.exp(row - row.max())
+    return e / e.sum()
