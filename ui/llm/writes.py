@@ -15,7 +15,8 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.figures.writes import dla_figure, lens_figure, patching_figure
 
 from ..parts.numbers import number
-from ..shell.chart import chart
+from ..shell.cache import per_trace
+from ..shell.chart import chart, spec
 from ..shell.i18n import _
 from ..shell.lazy import lazy_expander
 from ..shell.markdown import plain
@@ -64,8 +65,9 @@ def _attribution(prompt: str, summary: dict, target: int, contrast: int | None, 
     what = names[target] if contrast is None else f"{names[target]} − {names[contrast]}"
     fmt = st.session_state.get("shared_image_format", "png")
     left, right = st.columns([1.1, 1], gap="medium")
-    chart(dla_figure(out["heads"], out["mlps"], title=_("Direct logit attribution: {what}").format(what=what)),
-          key="llm_dla", config=chart_config("smollm2_dla", fmt), target=left)
+    figure = per_trace(summary["trace"], ("llm_dla", target, contrast), lambda: spec(dla_figure(
+        out["heads"], out["mlps"], title=_("Direct logit attribution: {what}").format(what=what))))  # once, shared
+    chart(figure, key="llm_dla", config=chart_config("smollm2_dla", fmt), target=left)
     tokens = summary["trace"].tokens[0]
     order = np.argsort(-out["heads"].ravel(), kind="stable")[:5]
     best = [divmod(int(i), compute.N_HEADS) for i in order]
