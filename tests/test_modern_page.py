@@ -33,12 +33,12 @@ def text(at) -> str:
     return "\n".join([m.value for m in at.markdown] + [c.value for c in at.caption])
 
 
-def test_positions_tab_four_schemes_on_one_colour_range():
+def test_positions_tab_four_schemes_each_on_its_own_colour_range():
     at = open_tab("Positions", alibi_head="0", query="2", key="1")
     kinds = [m.get("scheme") for m in metas(at) if m.get("kind") == "scores"]
     assert kinds == ["sinusoidal", "learned", "rope", "alibi"]
     ranges = {(f["data"][0]["zmin"], f["data"][0]["zmax"]) for f in figures(at) if f["layout"]["meta"].get("kind") == "scores"}
-    assert len(ranges) == 1  # one colour range for all four
+    assert len(ranges) == 4 and all(low == -high for low, high in ranges)  # each its own, symmetric around 0
     assert {"distance", "rope"} <= {m.get("kind") for m in metas(at)}
     assert at.selectbox(key="modern_alibi_head").value == 0 and at.query_params["query"] == "2"
     assert "slope here is 0.5" in text(at)

@@ -7,6 +7,8 @@ Shape legend: query_pos, key_pos, head, kv_head, pos, pair.
 """
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -41,16 +43,19 @@ def _small(fig: go.Figure, height: int = 320) -> go.Figure:
     return fig
 
 
-def score_panel(matrix: np.ndarray, tokens, title: str, zrange: tuple[float, float], **meta) -> go.Figure:
-    """One scheme's raw scores ``[query_pos, key_pos]`` on the shared colour range ``zrange`` (signed colours)."""
+def score_panel(matrix: np.ndarray, tokens, title: str, zrange: tuple[float, float] | None = None,
+                **meta) -> go.Figure:
+    """One scheme's raw scores ``[query_pos, key_pos]``, signed colours symmetric around 0: on ``zrange`` if given,
+    else on the panel's own range (its colour bar under it)."""
     labels = token_labels(tokens)
-    bound = max(abs(zrange[0]), abs(zrange[1])) or 1.0
-    # positions as ticks, every k-th where they would touch (issue 34: "12: Everyone" labels squeezed the plot to
-    # ~60 px); the hover names each token
-    positions = [str(i) for i in range(len(labels))]
-    fig = heatmap(np.asarray(matrix), labels, labels, zrange=(-bound, bound), colorscale=DIVERGING, title=title,
+    matrix = np.asarray(matrix)
+    bound = (max(abs(zrange[0]), abs(zrange[1])) if zrange else float(np.nanmax(np.abs(matrix)))) or 1.0
+    # the tokens as ticks, cut to 4 characters ("12: Everyone" squeezed the plot to ~60 px), every k-th where they
+    # would touch; the hover names each token whole
+    ticks = [html.escape(t if len(t) <= 4 else t[:3] + "…") for t in tokens]
+    fig = heatmap(matrix, labels, labels, zrange=(-bound, bound), colorscale=DIVERGING, title=title,
                   meta={"kind": "scores", **meta}, width_px=SCORE_PANEL_PX + BAR_BELOW, height=320, square=True,
-                  row_ticks=positions, col_ticks=positions, fit_ticks=True)
+                  row_ticks=ticks, col_ticks=ticks, fit_ticks=True)
     return _small(fig)
 
 

@@ -1,5 +1,5 @@
 """The positions tab: the sidebar's first sentence scored by one head under sinusoidal, learned, RoPE and ALiBi
-positions, on one colour range; score against distance; RoPE's turning pairs; the relative-only check in numbers."""
+positions, each panel on its own colour range; score against distance; RoPE's turning pairs; the relative-only check in numbers."""
 from __future__ import annotations
 
 from functools import partial
@@ -57,16 +57,22 @@ def draw(settings: Settings) -> None:
         st.warning(_("The learned table is MiniLM's, which cannot be loaded: {error}").format(error=plain(str(err))),
                    icon=":material/warning:")
         return
-    low, high = data["range"]
     cols = st.columns(4)
+    bounds = {}
     for col, scheme in zip(cols, SCHEME_NAMES):
-        fig = figs.score_panel(data["scores"][scheme], tokens, _(SCHEME_NAMES[scheme]), (low, high), scheme=scheme)
+        # each panel on its own range: on one shared range the learned table's strong row 0 left the other three
+        # using a tenth of it, nearly empty
+        fig = figs.score_panel(data["scores"][scheme], tokens, _(SCHEME_NAMES[scheme]), scheme=scheme)
+        bounds[scheme] = fig.data[0].zmax
         chart(fig, key=f"modern_scores_{scheme}", config=chart_config(f"scores_{scheme}"), target=col)
-    st.caption(_("Raw scores q·k/√d_head, one colour range for all four: {low} … {high}. The learned table was "
+    st.caption(_("Raw scores q·k/√d_head, each panel on its own colour range (its bar under it), symmetric around 0: "
+                 "{ranges}. Compare colours within a panel, sizes by these numbers. The learned table was "
                  "multiplied by {scale} so its size matches the sinusoidal table's; its row 0 (where BERT's [CLS] "
                  "sits) is {ratio} times as long as the others, hence the strong first row and column. ALiBi's slope "
                  "here is {slope}.")
-               .format(low=number(low, ".3g"), high=number(high, ".3g"), scale=number(data["learned_scale"], ".3g"),
+               .format(ranges=", ".join(f"{_(SCHEME_NAMES[s]).split(' (')[0].split('（')[0]} ±{number(b, '.3g')}"
+                                        for s, b in bounds.items()),
+                       scale=number(data["learned_scale"], ".3g"),
                        ratio=number(data["row0_ratio"], ".1f"), slope=number(data["slope"], ".4g")))
     st.markdown(_("One attention head with random weights scores the sidebar's first sentence four ways. **Sinusoidal** "
                   "(2017) and a **learned** table (BERT; here MiniLM's, scaled to the same size) are *added* to the word "
