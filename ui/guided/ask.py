@@ -28,8 +28,11 @@ def show(view: StepView, lesson: int, step: int) -> None:
         chart(view.fig, key=f"guided_fig_{lesson}_{step}",
               config=chart_config(f"lesson{lesson}_step{step}", st.session_state.get("shared_image_format", "png")))
     with talk:
-        # index=None: nothing is chosen until the learner commits to a prediction
-        picked = st.radio(view.question, range(len(view.choices)), index=None, key=answer_key(lesson, step),
+        # index=None: nothing is chosen until the learner commits to a prediction; the choices turn by the step's
+        # number, so the right one is not always first
+        n = len(view.choices)
+        order = [(i + lesson + step) % n for i in range(n)]
+        picked = st.radio(view.question, order, index=None, key=answer_key(lesson, step),
                           format_func=partial(callbacks.label_of, view.choices))
         if picked is None:
             st.caption(_("Choose an answer: the explanation appears once you have."))
