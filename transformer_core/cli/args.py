@@ -211,10 +211,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", type=int, help=_("attention head (default: all heads)"))
     p.add_argument("--stage", choices=STAGES, default="weights",
                    help=_("which matrix (default weights); norms = value-weighted norms ‖α·f(x)‖ (W_O from the model)"))
-    p.add_argument("--view", choices=("rollout", "flow", "flow_raw"),
+    p.add_argument("--view", choices=("rollout", "flow", "flow_raw", "dla", "logit-lens", "patching"),
                    help=_("instead of one layer: attention rollout or flow of --batch's sentence across every layer "
                         "(flow: rows normalised to sum 1 as Abnar & Zuidema's code; flow_raw: maximum flow in "
-                        "capacity units; flow: at most 16 tokens)"))
+                        "capacity units; flow: at most 16 tokens); with --model smollm2 what the heads write: dla "
+                        "(direct logit attribution), logit-lens, patching"))
+    p.add_argument("--target", metavar="TOKEN", help=_("dla, logit-lens, patching: the token explained, e.g. \" Mary\" "
+                                                      "(default: the model's prediction)"))
+    p.add_argument("--contrast", metavar="TOKEN", help=_("dla, patching: the token whose logit is subtracted, "
+                                                        "e.g. \" John\""))
+    p.add_argument("--corrupt", metavar="TEXT", help=_("patching: the corrupted prompt, as many tokens as --text "
+                                                      "(default: --contrast's last occurrence replaced by --target)"))
     p.add_argument("--batch", type=int, default=0, help=_("which sentence of the batch (default 0)"))
     p.add_argument("--format", choices=FORMATS, help=_("output format (default: from --out's extension, else png)"))
     p.add_argument("--out", metavar="PATH", help=_("output file or folder (default: a name like "

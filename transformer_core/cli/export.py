@@ -43,7 +43,7 @@ from ..records.trace import Trace
 from ..text.i18n import N_, _, set_language, use_language
 from .args import (EXTENSIONS, FORMATS, LIMITS, SLIDE_HEIGHT, SLIDE_WIDTH, STAGES, STDOUT, ExportError,  # noqa: F401
                    UsageError, build_parser, check_image_size, language_asked, resolve_output, split_text)
-from . import moves
+from . import moves, writes
 from .fonts import figure_texts, missing_characters, missing_font_message
 from .slides import (build_figure, find_chromium, head_figures, image_server, no_chromium_message,  # noqa: F401
                      render_image, stage_title)
@@ -288,6 +288,12 @@ def run(args: argparse.Namespace) -> Path:
     if fmt in ("png", "svg"):
         check_draws_pixels(args.width, args.height, args.scale)
     check_work(args, sentences, fmt)
+    if args.view in writes.VIEWS:  # what the heads write: SmolLM2's run with its residual stream (cli/writes.py)
+        name, data = writes.view_output(args, sentences, fmt)
+        path = path / name if path is not None and str(path) != STDOUT and path.is_dir() else path or Path(name)
+        check_writable(path)
+        write_output(path, data, fmt)
+        return path
     trace = build_trace(args)
     if args.view:  # one sentence across every layer (cli/moves.py)
         if ignored := [flag for flag, given in (("--stage", args.stage != "weights"), ("--layer", args.layer != 0),
