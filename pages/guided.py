@@ -6,6 +6,7 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 
 import streamlit as st
 
+from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from ui.causal import compute as causal
 from ui.guided import ask, catalog, route
 from ui.guided.sources import Sources
@@ -13,6 +14,7 @@ from ui.llm import compute as llm
 from ui.parts import toy_compute
 from ui.shell import controls
 from ui.shell.i18n import _
+from ui.shell.markdown import plain
 
 settings = toy_compute.usable(controls.current())  # WordPiece unavailable: word-level tokens, with a note
 st.title(_("Guided lessons"))
@@ -28,6 +30,10 @@ try:
     view = catalog.LESSONS[lesson - 1][1][step - 1](settings, sources)
 except ValueError as err:
     st.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
+    st.stop()
+except SmolLM2Unavailable as err:  # its package is optional: the other lessons keep working
+    st.error(_("SmolLM2 is not installed, so this lesson cannot run: {error}").format(error=plain(str(err))),
+             icon=":material/block:")
     st.stop()
 ask.show(view, lesson, step)
 route.buttons(lesson, step, catalog.COUNTS)
