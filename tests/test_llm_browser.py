@@ -171,3 +171,24 @@ def test_open_head_readable_and_in_view_at_1280x720(server, chromium, lang, n_to
     if heat["bottom"] - heat["top"] < HEIGHT - 250:  # room for it: the Stage / Layer / Head row too (was at -8 px)
         assert header <= stage_label, stage_label
         assert heat["bottom"] <= HEIGHT, heat
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_what_the_heads_write_at_1280x720(server, chromium, lang, tmp_path):
+    """The attribution grid and its answer side by side in one screen, the logit lens opened from its box, no text of
+    either figure outside its chart; screenshots for a person to look at."""
+    folder = images_folder(tmp_path)
+    page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    page.goto(f"{server}/llm?lang={lang}&lens=1")
+    wait_idle(page, 240_000)
+    for view in ("dla", "logit_lens"):
+        box = page.evaluate("""(v) => { const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .find(d => d.layout && d.layout.meta && d.layout.meta.view === v);
+            d.scrollIntoView({block: 'start'}); window.scrollBy(0, -60);
+            const r = d.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, right: r.right}; }""", view)
+        page.wait_for_timeout(300)
+        page.screenshot(path=str(folder / f"llm_{lang}_{view}.png"))
+        assert box["right"] <= WIDTH and box["bottom"] - box["top"] <= HEIGHT, (view, box)
+    spilled = [s for s in page.evaluate(SPILLED) if s and s[0] is None]
+    assert not spilled, spilled[:5]
+    page.close()

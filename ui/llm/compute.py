@@ -175,7 +175,7 @@ def choices(prompt: str) -> dict:
     """The tokens "What the heads write" offers: ``{"ids": the top-5 after the prompt, then the prompt's own tokens
     (each once), "probs": {id: probability at T = 1}, "labels": {id: readable label}, "nearest": {id: the prompt's
     token (another one) whose unembedding row is closest to this one's by cosine}}``: the default contrast, a
-    word of the same kind (" Mary" → " John", " Berlin" → " Paris")."""
+    word of the same kind (" Mary" → " John", " Berlin" → " Paris"); None when the prompt has no other whole token."""
     from transformer_core.analysis.logit_lens import unembedding
     from transformer_core.analysis.predictions import softmax_t
 
@@ -190,7 +190,8 @@ def choices(prompt: str) -> dict:
         cosine = (rows @ rows.T).numpy()
     nearest = {}
     for a, i in enumerate(ids):
-        others = [(cosine[a, b], j) for b, j in enumerate(ids) if j != i and j in own]
+        others = [(cosine[a, b], j) for b, j in enumerate(ids)  # a whole word or character, not a byte piece
+                  if j != i and j in own and "<0x" not in token_label(j)]
         nearest[i] = max(others)[1] if others else None
     return {"ids": ids, "probs": {i: float(probs[i]) for i in ids}, "labels": {i: token_label(i) for i in ids},
             "nearest": nearest}

@@ -31,7 +31,7 @@ def _pickers(prompt: str) -> tuple[int, int | None, dict]:
     own tokens. The default target is the prediction, the default contrast the prompt's token most like it."""
     offered = compute.choices(prompt)
     ids = offered["ids"]
-    names = {i: f"{compute.readable(offered['labels'][i])} ({number(offered['probs'][i], '.1%')})" for i in ids}
+    names = {i: f"{offered['labels'][i]} ({number(offered['probs'][i], '.1%')})" for i in ids}  # labels: readable
     contrasts = ["none", *ids]
     fallback = offered["nearest"].get(ids[0]) or "none"
     ss = st.session_state
@@ -62,7 +62,8 @@ def _where_it_looks(prompt: str, layer: int, head: int, tokens: tuple[str, ...])
 
 def _attribution(prompt: str, summary: dict, target: int, contrast: int | None, names: dict) -> None:
     out = compute.attribution(prompt, target, contrast)
-    what = names[target] if contrast is None else f"{names[target]} − {names[contrast]}"
+    short = compute.lens_label  # the title names the tokens briefly (a byte piece as ‹bytes›), the pickers in full
+    what = short(target) if contrast is None else f"{short(target)} − {short(contrast)}"
     fmt = st.session_state.get("shared_image_format", "png")
     left, right = st.columns([1.1, 1], gap="medium")
     figure = per_trace(summary["trace"], ("llm_dla", target, contrast), lambda: spec(dla_figure(
