@@ -18,8 +18,9 @@ from ui.shell.markdown import plain
 
 settings = toy_compute.usable(controls.current())  # WordPiece unavailable: word-level tokens, with a note
 st.title(_("Guided lessons"))
-lesson, step = route.where(catalog.TITLES, catalog.COUNTS)
-route.progress(lesson, step, catalog.COUNTS)
+picker, bar = st.columns([1, 1], vertical_alignment="center")  # one row: the figure and question need the height
+lesson, step = route.where(catalog.TITLES, catalog.COUNTS, picker)
+route.progress(lesson, step, catalog.COUNTS, bar)
 if not settings.sentences:
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()

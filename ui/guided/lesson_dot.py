@@ -14,6 +14,7 @@ from .view import StepView, token_choice
 
 TITLE = N_("Scores and the softmax")
 HEAD = 0
+HEIGHT = 360  # the whole heatmap and the question beside it in the first screen at 1280×720
 
 
 def _trace(settings, sources):
@@ -34,7 +35,7 @@ def scores(settings, sources) -> StepView:
         title=_("Step 1: one score per pair of tokens"),
         intro=_("Head {head} of your first sentence. Each cell is the query row's vector **q** times the key column's "
                 "vector **k**, divided by √d_head: **q·k/√{d}**.").format(head=HEAD, d=d_head),
-        fig=stage_figure(trace, "scores", batch=0, head=HEAD),
+        fig=stage_figure(trace, "scores", batch=0, head=HEAD, height=HEIGHT),
         question=_("Which key does the last query, “{token}”, score highest?").format(token=plain(tokens[query])),
         choices=tuple(token_choice(tokens, p) for p in shown), correct=shown.index(best),
         explain=_("Its score is {score}, the largest in the last row. A score is one dot product: a key scores high "
@@ -50,7 +51,7 @@ def weights(settings, sources) -> StepView:
     return StepView(
         title=_("Step 2: the softmax turns a row of scores into weights"),
         intro=_("The same head after the softmax: each row of scores becomes e^score / Σ e^score."),
-        fig=stage_figure(trace, "weights", batch=0, head=HEAD),
+        fig=stage_figure(trace, "weights", batch=0, head=HEAD, height=HEIGHT),
         question=_("What does each row of weights add up to?"),
         choices=(_("exactly 1"), _("the number of tokens"), _("the row's largest score"),
                  _("it differs from row to row")), correct=0,
@@ -74,7 +75,7 @@ def scaling(settings, sources) -> StepView:
         title=_("Step 3: why divide by √d_head"),
         intro=_("The weights of head {head} again, with the scores divided by √{d} = {root} before the softmax.").format(
             head=HEAD, d=d_head, root=f"{np.sqrt(d_head):.2f}"),
-        fig=stage_figure(trace, "weights", batch=0, head=HEAD),
+        fig=stage_figure(trace, "weights", batch=0, head=HEAD, height=HEIGHT),
         question=_("Without the division by √d_head, the last row's largest weight would be…"),
         choices=(_("larger: the row gets more peaked"), _("smaller: the row gets flatter"), _("the same")),
         correct=2 if same else 1 if flatter else 0,

@@ -36,7 +36,7 @@ def _params(ids, settings, layer: int, head: int) -> dict:
 
 
 def _figure(trace, layer: int, head: int):
-    return stage_figure(trace, "weights", layer=layer, head=head,
+    return stage_figure(trace, "weights", layer=layer, head=head, height=420,
                         title=_("layer {layer} · head {head}").format(layer=layer, head=head))
 
 

@@ -28,13 +28,13 @@ def _move(counts: tuple[int, ...], by: int) -> None:
     ss[LESSON_KEY], ss[STEP_KEY] = lesson, max(1, min(step, counts[lesson - 1]))
 
 
-def where(titles: tuple[str, ...], counts: tuple[int, ...]) -> tuple[int, int]:
-    """``(lesson, step)``, both from 1, bound to ``?lesson=`` and ``?step=``; draws the lesson picker."""
+def where(titles: tuple[str, ...], counts: tuple[int, ...], target=st) -> tuple[int, int]:
+    """``(lesson, step)``, both from 1, bound to ``?lesson=`` and ``?step=``; draws the lesson picker in ``target``."""
     lesson = bind_url(LESSON_KEY, "lesson", range(1, len(titles) + 1), 1)
     step = bind_url(STEP_KEY, "step", range(1, counts[lesson - 1] + 1), 1)
     names = tuple(_("Lesson {n}: {title}").format(n=i + 1, title=_(t)) for i, t in enumerate(titles))
-    st.selectbox(_("Lesson"), range(1, len(titles) + 1), key=LESSON_KEY, on_change=_restart_lesson,
-                 format_func=partial(callbacks.label_of, ("",) + names))
+    target.selectbox(_("Lesson"), range(1, len(titles) + 1), key=LESSON_KEY, on_change=_restart_lesson,
+                     format_func=partial(callbacks.label_of, ("",) + names), label_visibility="collapsed")
     return lesson, step
 
 
