@@ -83,7 +83,6 @@ def test_right_and_wrong_are_said_with_the_real_answer():
 def test_the_scores_question_names_the_real_argmax():
     """Lesson 1 step 1: the right answer is the key with the largest score in the last row of the drawn heatmap."""
     import numpy as np
-
     from apptest_utils import heatmap_z
 
     at = open_step(1, 1, text="the cat sat on the mat")

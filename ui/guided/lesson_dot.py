@@ -65,7 +65,7 @@ def weights(settings, sources) -> StepView:
 
 def scaling(settings, sources) -> StepView:
     settings, trace = _trace(settings, sources)
-    tokens, n = first_sentence(trace)
+    _tokens, n = first_sentence(trace)
     d_head = settings.d_model // settings.n_heads
     row = trace.stage("scores")[0, HEAD, n - 1, :n]
     scaled, unscaled = softmax(row).max(), softmax(row * np.sqrt(d_head)).max()
@@ -73,8 +73,8 @@ def scaling(settings, sources) -> StepView:
     same = bool(abs(unscaled - scaled) <= 1e-9)
     return StepView(
         title=_("Step 3: why divide by √d_head"),
-        intro=_("The weights of head {head} again, with the scores divided by √{d} = {root} before the softmax.").format(
-            head=HEAD, d=d_head, root=f"{np.sqrt(d_head):.2f}"),
+        intro=_("The weights of head {head} again, with the scores divided by √{d} = {root} before the softmax."
+                ).format(head=HEAD, d=d_head, root=f"{np.sqrt(d_head):.2f}"),
         fig=stage_figure(trace, "weights", batch=0, head=HEAD, height=HEIGHT),
         question=_("Without the division by √d_head, the last row's largest weight would be…"),
         choices=(_("larger: the row gets more peaked"), _("smaller: the row gets flatter"), _("the same")),

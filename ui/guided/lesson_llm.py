@@ -65,8 +65,8 @@ def predicts(settings, sources) -> StepView:
         question=_("Which word does it predict next?"),
         choices=tuple(w.lstrip("␣") for w in WORDS), correct=int(np.argmax(logits[ids])),
         explain=_("p(Mary) = {mary}, p(John) = {john}. John is the one giving, Mary the one receiving: the name that "
-                  "appears once. Nobody wrote this rule into the model; some of its heads learned it from text.").format(
-            mary=f"{probs[mary]:.3f}", john=f"{probs[john]:.4f}"),
+                  "appears once. Nobody wrote this rule into the model; some of its heads learned it from text."
+                  ).format(mary=f"{probs[mary]:.3f}", john=f"{probs[john]:.4f}"),
         page="llm", params=_params(mary, john), page_title=_("Real LLM (SmolLM2)"))
 
 

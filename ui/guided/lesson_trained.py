@@ -79,7 +79,8 @@ def induction(settings, sources) -> StepView:
                  _("the earlier copy of the current token itself (key = query − {b})").format(b=PERIOD),
                  _("the token just before, key = query − 1"), _("the first token")),
         correct=int(np.argmax(means)),
-        explain=_("It puts {ind} on the diagonal key = query − {b} (the earlier copy itself gets {dup}): it finds where "
+        explain=_("It puts {ind} on the diagonal key = query − {b} (the earlier copy itself gets {dup}): it finds "
+                  "where "
                   "the current token appeared before, through the previous-token head's message, and reads the token "
                   "that followed it, which is the next token now. That is an induction head; it makes the repeat "
                   "predictable.").format(ind=f"{means[0]:.2f}", b=PERIOD - 1, dup=f"{means[1]:.2f}"),

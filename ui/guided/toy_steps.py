@@ -10,8 +10,8 @@ from ..shell.controls import Settings, to_query_params
 
 def link_params(settings: Settings, **view) -> dict:
     """The shared controls of ``settings`` as URL parameters (a new tab reads them), then the page's own."""
-    values = {"text": "\n".join(settings.sentences), **{f.name: getattr(settings, f.name)
-                                                         for f in dataclasses.fields(settings) if f.name != "sentences"}}
+    values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings) if f.name != "sentences"}
+    values["text"] = "\n".join(settings.sentences)
     return {**to_query_params(values), **{k: v for k, v in view.items()}}
 
 
