@@ -113,6 +113,6 @@ def score_overlay(fig: go.Figure, scores: np.ndarray, score_name: str, source: s
                             + "<br>" + _(score_name) + " %{customdata[2]:.2f}"
                             + ("" if source is None else " (" + _(source) + ")") + "<br><b>" + _("click to open")
                             + "</b><extra></extra>")
-    fig.update_layout(shapes=shapes, meta={**meta, "color": score_name, "source": source,
-                                           "scores": scores.round(4).tolist()})
+    fig.layout.shapes = shapes  # assigned: update_layout(meta=…) walks every key of the meta dict as a property path
+    fig.layout.meta = {**meta, "color": score_name, "source": source, "scores": scores.round(4).tolist()}
     return fig
