@@ -9,7 +9,7 @@ from transformer_core.figures.files import chart_config
 
 from ..shell import callbacks
 from ..shell.chart import chart
-from ..shell.i18n import _
+from ..shell.i18n import _, language
 from .view import StepView, page_link
 
 
@@ -19,14 +19,14 @@ def answer_key(lesson: int, step: int) -> str:
 
 
 def show(view: StepView, lesson: int, step: int) -> None:
-    """Draw ``view``: the figure on the left, the question and (after a choice) the answer on the right, so both
-    stay in the first screen at 1280×720."""
+    """Draw ``view``: the figure on the left from the top (a 30-layer grid stays whole), what it shows under it; the
+    question and (after a choice) the answer on the right, in the first screen at 1280×720."""
     st.subheader(view.title)
     figure, talk = st.columns([1.25, 1], gap="medium")
     with figure:
-        st.markdown(view.intro)
         chart(view.fig, key=f"guided_fig_{lesson}_{step}",
               config=chart_config(f"lesson{lesson}_step{step}", st.session_state.get("shared_image_format", "png")))
+        st.markdown(view.intro)
     with talk:
         # index=None: nothing is chosen until the learner commits to a prediction; the choices turn by the step's
         # number, so the right one is not always first
@@ -38,10 +38,11 @@ def show(view: StepView, lesson: int, step: int) -> None:
             st.caption(_("Choose an answer: the explanation appears once you have."))
             return
         right = view.choices[view.correct]
+        gap = "" if language() == "zh" else " "  # Chinese puts no space after its full stop
         if picked == view.correct:
-            st.success(_("Right: {answer}.").format(answer=right) + " " + view.explain, icon=":material/check_circle:")
+            st.success(_("Right: {answer}.").format(answer=right) + gap + view.explain, icon=":material/check_circle:")
         else:
-            st.error(_("Not quite. The answer is {answer}.").format(answer=right) + " " + view.explain,
+            st.error(_("Not quite. The answer is {answer}.").format(answer=right) + gap + view.explain,
                      icon=":material/cancel:")
         st.markdown(_("[Open the full page in this state: {page}]({link})").format(
             page=view.page_title, link=page_link(view.page, view.params)))

@@ -14,12 +14,13 @@ from .view import StepView, token_choice
 
 TITLE = N_("Scores and the softmax")
 HEAD = 0
-HEIGHT = 360  # the whole heatmap and the question beside it in the first screen at 1280×720
+HEIGHT = 400  # the whole heatmap and the question beside it in the first screen at 1280×720
 
 
 def _trace(settings, sources):
-    """No mask here: the lesson is about the scores themselves (masks are lesson 2)."""
-    settings = dataclasses.replace(settings, causal=False)
+    """The first sentence alone and no mask: the lesson is about the scores themselves (masks and [PAD] are
+    lesson 2)."""
+    settings = dataclasses.replace(settings, sentences=settings.sentences[:1], causal=False)
     return settings, sources.toy(settings)
 
 

@@ -16,7 +16,8 @@ TITLE = N_("Many heads")
 
 
 def _trace(settings, sources):
-    settings = dataclasses.replace(settings, causal=False)
+    """The first sentence alone, no mask: every tile shows only what the heads do."""
+    settings = dataclasses.replace(settings, sentences=settings.sentences[:1], causal=False)
     return settings, sources.toy(settings)
 
 

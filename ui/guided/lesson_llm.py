@@ -106,7 +106,7 @@ def writes(settings, sources) -> StepView:
         title=_("Step 3: the heads that write it"),
         intro=_("Each cell: how much one head's output, added to the last position's residual stream, raises the logit "
                 "of Mary minus that of John (direct logit attribution; the last column is each layer's MLP)."),
-        fig=dla_figure(out["heads"], out["mlps"], title=_("Direct logit attribution: Mary − John"), height=480),
+        fig=dla_figure(out["heads"], out["mlps"], title=_("logit Mary − John"), height=440),
         question=_("L{layer}H{head} looks at Mary more than any other head. What does it do to Mary − John?").format(
             layer=layer, head=head),
         choices=(_("raises it: it writes Mary"), _("lowers it: it pushes Mary down"), _("nothing (less than 0.1)")),
@@ -126,7 +126,7 @@ def sinks(settings, sources) -> StepView:
         title=_("Step 4: attention sinks in a real model"),
         intro=_("Each cell: the share of a head's weight that goes to the prompt's first token, “When”, averaged over "
                 "the queries after it."),
-        fig=head_grid_figure(share, value_name=_("sink share"), height=480),
+        fig=head_grid_figure(share, value_name=_("sink share"), height=440),
         question=_("Over SmolLM2's 270 heads, what share of the weight goes to the first token on average?"),
         choices=(_("more than half"), _("between a tenth and a half"), _("less than a tenth")),
         correct=0 if mean > 0.5 else 1 if mean >= 0.1 else 2,

@@ -14,7 +14,7 @@ from .view import StepView
 
 TITLE = N_("Masks")
 HEAD = 0
-HEIGHT = 360  # the whole heatmap and the question beside it in the first screen at 1280×720
+HEIGHT = 400  # the whole heatmap and the question beside it in the first screen at 1280×720
 
 
 def _padded(settings, sources):
