@@ -149,8 +149,10 @@ def _tick_font(n: int) -> int:
 
 def wide_height(n: int) -> int:
     """Figure height (px) of a focused ``n × n`` heatmap drawn across the whole column (``n >`` :data:`WIDE_TOKENS`):
-    about 650 px of cells at 128 tokens on a 1280-px screen, plus the tick labels above and the caption below."""
-    return 680 if n <= 40 else 840
+    about 650 px of cells at 128 tokens on a 1280-px screen, plus the tick labels above and the caption below. Up to
+    40 tokens the whole figure, title and caption included (about 620 px), fits the 660 px a 720-px screen shows
+    under Streamlit's header, with the sticky answer line (at 680 the causal page's 32-token head was 745 px tall)."""
+    return 555 if n <= 40 else 840
 
 
 def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
@@ -286,7 +288,7 @@ def outline_cell(fig: go.Figure, query: int, key: int) -> go.Figure:
     The frame is a selection mark, seen on screen only (:data:`SCREEN_ONLY_LINE`): saved images are clean."""
     fig.add_shape(type="rect", xref="x", yref="y", x0=key - 0.5, x1=key + 0.5, y0=query - 0.5, y1=query + 0.5,
                   line=dict(color=SCREEN_ONLY_LINE, width=3), fillcolor="rgba(0,0,0,0)", layer="above", name="chosen cell")
-    fig.update_layout(meta={**dict(fig.layout.meta or {}), "cell": [query, key]})
+    fig.layout.meta = {**dict(fig.layout.meta or {}), "cell": [query, key]}  # assigned: see overview.mark_ablated
     return fig
 
 
