@@ -6,6 +6,7 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 
 import streamlit as st
 
+from transformer_core.models.causal import CausalUnavailable
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from ui.causal import compute as causal
 from ui.guided import ask, catalog, route
@@ -21,7 +22,7 @@ st.title(_("Guided lessons"))
 picker, bar = st.columns([1, 1], vertical_alignment="center")  # one row: the figure and question need the height
 lesson, step = route.where(catalog.TITLES, catalog.COUNTS, picker)
 route.progress(lesson, step, catalog.COUNTS, bar)
-if not settings.sentences:
+if not settings.sentences and lesson <= 3:  # lessons 4 and 5 read their own models' inputs
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 # the pages' own caches: a lesson adds no model run of its own
@@ -30,10 +31,10 @@ sources = Sources(toy=toy_compute.toy_trace, causal=causal.causal_trace, sequenc
 try:
     view = catalog.LESSONS[lesson - 1][1][step - 1](settings, sources)
 except ValueError as err:
-    st.warning(_("Nothing to show: {error}.").format(error=err), icon=":material/warning:")
+    st.warning(_("Nothing to show: {error}.").format(error=plain(str(err))), icon=":material/warning:")
     st.stop()
-except SmolLM2Unavailable as err:  # its package is optional: the other lessons keep working
-    st.error(_("SmolLM2 is not installed, so this lesson cannot run: {error}").format(error=plain(str(err))),
+except (SmolLM2Unavailable, CausalUnavailable) as err:  # a model that is missing: the other lessons keep working
+    st.error(_("This lesson's model is not available, so it cannot run: {error}").format(error=plain(str(err))),
              icon=":material/block:")
     st.stop()
 ask.show(view, lesson, step)

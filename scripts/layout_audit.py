@@ -69,6 +69,8 @@ PAGES = {
                                             View("flow", {"view": "flow"}, 16),  # FLOW_TOKEN_LIMIT
                                             View("flow_raw", {"view": "flow_raw"}, 16))),
     "llm": Page("/llm", "bpe", (View("default"),), param="prompt"),
+    "guided": Page("/guided", "word", (View("lesson 1", {"lesson": 1, "step": 1}, 24),
+                                       View("lesson 3", {"lesson": 3, "step": 1}, 24))),
     "modern": Page("/modern", "word", (View("Positions", {"section": "Positions"}, 16),
                                        *(View(s, {"section": s}, None) for s in MODERN_SECTIONS[1:]))),
 }

@@ -38,6 +38,7 @@ PAGES = {  # name → path, query, and optionally a text to scroll to
     "masks_lab": ("/masks_lab", {"text": TWELVE + "\nIt was tired.", "mask": "both"}),
     "pipeline": ("/pipeline", {"text": TWELVE, "step": "Attention"}),
     "causal": ("/causal", {"layer": 1, "head": 1, "checkpoint": 4000}, "All 2 layers"),  # the induction stripe, scrolled to
+    "guided": ("/guided", {"text": TWELVE, "lesson": 1, "step": 2}),
 }
 
 
@@ -49,6 +50,7 @@ ZH_PAGES = {  # the same views in Chinese (?lang=zh); texts to scroll to are the
     "masks_lab": ("/masks_lab", {"text": ZH_TEXT + "\n猫累了。", "mask": "both"}),
     "pipeline": ("/pipeline", {"text": ZH_TEXT, "step": "Attention"}),
     "causal": ("/causal", {"layer": 1, "head": 1, "checkpoint": 4000}, "全部 2 层"),
+    "guided": ("/guided", {"text": ZH_TEXT, "lesson": 1, "step": 2}),
 }
 # The fallback's note (ui/shell/chart.py _note_fallback) names the variable in every language: its element
 # container is taken out of the page (with its gap), as if the note were not there.

@@ -24,6 +24,7 @@ PAGES = {
                                  "n", "bq", "bk", "mask", "tile"),
     "pages/llm.py": SHARED + ("prompt", "temp", "top_k", "top_p", "n_new", "decode", "gen_seed", "color", "layer",
                               "head", "stage", "scale", "all", "q", "k", "ablate", "ablate_mode"),
+    "pages/guided.py": SHARED + ("lesson", "step"),
 }
 ODD = ["", " ", "0", "1", "-1", "2", "5 5 5 5", "5", "1 ² 3", "١٢", "５", "9" * 5000, "1e400", "nan", "inf", "-inf",
        "NaN", "Infinity", "2147483648", "0x10", "1.5", "weights", "fixed", "Padding", "Concat", "中文", "\x00", "⁵"]
@@ -77,6 +78,8 @@ def test_random_url_parameters_never_break_a_page(page):
     ("pages/masks_lab.py", {"p": "nan", "row": "9" * 5000, "section": "Two conventions"}),
     ("pages/pipeline.py", {"pos": "-1", "a_heads": "0", "b_heads": "Infinity"}),
     ("pages/modern.py", {"section": "Online softmax", "n": "1e400", "bq": "0", "tile": "-1", "mask": "中文"}),
+    ("pages/guided.py", {"lesson": "1e400", "step": "-1", "text": "\x00"}),
+    ("pages/guided.py", {"lesson": "4", "step": "9" * 5000, "seed": "nan"}),
     ("pages/llm.py", {"prompt": "\x00" + "9" * 5000, "temp": "nan", "top_p": "inf", "q": "1e400", "ablate": "L1H1,L1H1"}),
 ])
 def test_chosen_hostile_links(page, query):
