@@ -19,8 +19,8 @@ if _missing:
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
 
 TITLES = ("Explorer", "Trained model (MiniLM)", "Trained causal model", "Masks lab", "Multi-head pipeline",
-          "Attention since 2017", "Real LLM (SmolLM2)")
-FILE_NAMES = {"app", "explorer", "minilm", "causal", "masks lab", "masks_lab", "pipeline", "modern", "llm"}
+          "Attention since 2017", "Real LLM (SmolLM2)", "Guided lessons")
+FILE_NAMES = {"app", "explorer", "minilm", "causal", "masks lab", "masks_lab", "pipeline", "modern", "llm", "guided"}
 PAGES = {  # path → (h1 starts with, menu entry marked current)
     "/": ("Attention Explorer", "Explorer"),
     "/explorer": ("Attention Explorer", "Explorer"),
@@ -30,6 +30,7 @@ PAGES = {  # path → (h1 starts with, menu entry marked current)
     "/pipeline": ("Multi-head pipeline", "Multi-head pipeline"),
     "/modern": ("Attention since 2017", "Attention since 2017"),
     "/llm": ("A real language model", "Real LLM (SmolLM2)"),
+    "/guided": ("Guided lessons", "Guided lessons"),
 }
 QUERY = "causal=1&n_heads=4"  # shared sidebar settings: every page reads them
 

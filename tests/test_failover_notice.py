@@ -51,14 +51,15 @@ def test_notice_only_when_the_server_lacks_the_old_session(server):
     asyncio.run(scenario())
 
 
-PAGES = ("", "minilm", "causal", "masks_lab", "pipeline", "modern", "llm")  # "" = the explorer, the default page
+PAGES = ("", "minilm", "causal", "masks_lab", "pipeline", "modern", "llm", "guided")  # "" = the explorer, the default page
 QUERIES = {"": {"text": "the cat sat on the mat", "stage": "weights", "head": "1"},
            "minilm": {"text": "the cat sat", "layer": "2", "head": "3"},
            "causal": {"seq": "5 17 3 9 5 17 3 9", "period": "4", "seq_seed": "7", "checkpoint": "4000"},
            "masks_lab": {"text": "the cat sat", "section": "Padding"},
            "pipeline": {"text": "the cat sat", "step": "Concat"},
            "modern": {"text": "the cat sat", "section": "KV cache", "model": "causal", "step": "3"},
-           "llm": {"prompt": "the cat sat on the", "layer": "2", "head": "3", "stage": "scores"}}
+           "llm": {"prompt": "the cat sat on the", "layer": "2", "head": "3", "stage": "scores"},
+           "guided": {"text": "the cat sat", "lesson": "2", "step": "3"}}
 
 
 def test_every_page_survives_a_moved_session_whose_first_run_has_no_widget_states(server):

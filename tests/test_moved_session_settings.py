@@ -21,6 +21,7 @@ LINKS = [
     ("pages/masks_lab.py", {"section": "Two conventions", "head": "3", "sentence": "1"}),
     ("pages/pipeline.py", {"step": "Concat and W_O"}),
     ("pages/modern.py", {"section": "Positions", "alibi_head": "5", "query": "1", "key": "0"}),
+    ("pages/guided.py", {"lesson": "2", "step": "3"}),
 ]
 
 
