@@ -23,14 +23,36 @@ from ..shell.url import bind_url
 from . import ablation, heads, predictions
 from . import compute as causal
 
+_STICKY_BAR = ("<style>[data-testid='stLayoutWrapper']:has(> .st-key-causal_checkpoint_bar){position:sticky;top:60px;"
+               "z-index:4;background:#fff;padding:2px 0 6px;border-bottom:1px solid rgba(49,51,63,0.2)}</style>")
+
 
 def show(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int) -> None:
     """Everything on the causal page that the checkpoint and the mask change, for the sequence ``ids``."""
+    # the checkpoint and mask stick under the header over what they change on screen (loss curve, overview, head
+    # scores), so a move of the slider is seen on the heads; they scroll away before the head view, whose answer
+    # line sticks there in turn
+    st.html(_STICKY_BAR)
+    with st.container():
+        trace, step = _sticky_part(ids, period, n_layers, n_heads)
+
+    # ------------------------------------------------------------------ one head, every stage
+    st.subheader(_("One head, stage by stage"))
+    # a stage, layer, head, cell, tile or tab click reruns only the head view (ui/shell/fragments.py)
+    fragments.part("causal", heads.causal, trace, step, n_layers, n_heads)
+    # their own controls rerun only them (the ablation part reruns the page when its heads change: the overview frames them)
+    fragments.part("causal_predictions", predictions.section, trace, list(ids), step, period)
+    fragments.part("causal_ablation", ablation.causal_section, step)
+
+
+def _sticky_part(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int):
+    """The checkpoint and mask controls (sticky) and the loss curve, loss, overview and head scores under them;
+    returns the trace and the step."""
     log = causal.log()
     steps = log["checkpoint_steps"]
     bind_url("causal_step", "checkpoint", steps, steps[-1])  # here, not in the page: a part's run keeps the URL too
     bind_url("causal_mask", "causal_mask", (True, False), True, to_text=lambda v: "1" if v else "0")
-    s1, s2 = st.columns([3, 1.3], vertical_alignment="bottom")
+    s1, s2 = st.container(key="causal_checkpoint_bar").columns([3, 1.3], vertical_alignment="bottom")
     step = s1.select_slider(_("Training checkpoint (step)"), options=steps, key="causal_step",
                             help=_("The weights saved at this training step. The induction bump — the sudden drop of the "
                                    "loss — happens between steps 300 and 800."))
@@ -130,11 +152,4 @@ def show(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int) 
                  "training), checkpoint {step}; held-out loss there: {first} nats on the first period, {repeat} on the "
                  "repeat.").format(step=step, first=number(held["loss"]["first"], ".2f"),
                                    repeat=number(held["loss"]["repeat"], ".2f")))
-
-    # ------------------------------------------------------------------ one head, every stage
-    st.subheader(_("One head, stage by stage"))
-    # a stage, layer, head, cell, tile or tab click reruns only the head view (ui/shell/fragments.py)
-    fragments.part("causal", heads.causal, trace, step, n_layers, n_heads)
-    # their own controls rerun only them (the ablation part reruns the page when its heads change: the overview frames them)
-    fragments.part("causal_predictions", predictions.section, trace, list(ids), step, period)
-    fragments.part("causal_ablation", ablation.causal_section, step)
+    return trace, step
