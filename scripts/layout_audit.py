@@ -5,6 +5,8 @@ One ``streamlit run app.py`` and one headless Chromium at 1280×720 visit a matr
 sentence size × language), each with a sentence of exactly that many tokens of the page's own tokenizer (word-level
 on the toy pages, WordPiece on MiniLM, SmolLM2's byte-level BPE on /llm, token ids on /causal). A page that cuts its
 sentence (lessons at 24 tokens, the positions tab at 16, /causal at 48, MiniLM's flow at 16) is audited at its cut.
+It also reports, on the first screen, charts the bottom edge cuts although they would fit under the header, and
+heatmaps whose values use under a quarter of their colour range (``--strict`` fails on them).
 One line per case, then the totals; exit code 1 if any two texts of a chart overlap (or a case failed)::
 
     python scripts/layout_audit.py                  # the full matrix (15–30 min on 2 cores)
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
-from layout_probe import clipped, probe, small  # noqa: E402
+from layout_probe import FIRST_SCREEN, clipped, first_screen, probe, small  # noqa: E402
 
 SIZES = (12, 24, 60, 128)
 MINILM_SIZES = (512,)  # and the sizes above
@@ -161,15 +163,16 @@ def link(base: str, name: str, view_name: str, size: int | None, lang: str, text
     return f"{base}{page.path}?{urllib.parse.urlencode(query)}"
 
 
-def audit(chromium, url: str, shot: Path | None) -> tuple[list, dict]:
+def audit(chromium, url: str, shot: Path | None) -> tuple[list, dict, dict]:
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     try:
         page.goto(url)
         wait_idle(page, timeout_ms=300_000)
         charts, found = probe(page)
+        screen = first_screen(page.evaluate(FIRST_SCREEN))  # before the full-page shot resizes the view
         if shot is not None:
             page.screenshot(path=str(shot), full_page=True)
-        return charts, found
+        return charts, found, screen
     finally:
         page.close()
 
@@ -181,7 +184,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
                         help="tokens per sentence, comma-separated (default 12,24,60,128; MiniLM also 512)")
     parser.add_argument("--only", default="", help=f"pages, comma-separated, of: {', '.join(PAGES)}")
-    parser.add_argument("--strict", action="store_true", help="also fail on a text under 10 px or cut by its chart")
+    parser.add_argument("--strict", action="store_true", help="also fail on a text under 10 px or cut by its chart, "
+                        "a chart cut by the screen's bottom edge, or a heatmap that barely uses its colour range")
     parser.add_argument("--shots", type=Path, help="a folder for a full-page screenshot per case (default none)")
     args = parser.parse_args(argv)
     only = [p for p in args.only.split(",") if p]
@@ -204,7 +208,8 @@ def main(argv=None) -> int:
         print(f"skipped {name}: its model is missing ({why})")
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
-    texts, totals, failed, start = {}, {"charts": 0, "texts": 0, "pairs": 0, "small": 0, "clipped": 0}, [], time.time()
+    totals = {"charts": 0, "texts": 0, "pairs": 0, "small": 0, "clipped": 0, "cut_by_edge": 0, "faint": 0}
+    texts, failed, start = {}, [], time.time()
     views, sizes_seen = {(c[0], c[1]) for c in todo}, {c[2] for c in todo if c[2] is not None}
     print(f"{len(todo)} cases: {len(views)} page views × sizes {sorted(sizes_seen)} × languages "
           f"{sorted({c[3] for c in todo})}, 1280×720", flush=True)
@@ -214,7 +219,7 @@ def main(argv=None) -> int:
             shot = args.shots / f"{name}_{view.replace(' ', '_')}_{size}_{lang}.png" if args.shots else None
             t0 = time.time()
             try:
-                charts, found = audit(chromium, link(base, name, view, size, lang, texts), shot)
+                charts, found, screen = audit(chromium, link(base, name, view, size, lang, texts), shot)
             except Exception as err:  # noqa: BLE001  (a case that did not load is reported, the audit goes on)
                 failed.append(label)
                 print(f"{label}  FAILED: {type(err).__name__}: {str(err).splitlines()[0][:160]}", flush=True)
@@ -230,17 +235,24 @@ def main(argv=None) -> int:
             tiny, cut = [t for t in tiny if t[1]], [c for c in cut if c[1]]
             totals["small"] += sum(len(t[1]) for t in tiny)
             totals["clipped"] += sum(len(c[1]) for c in cut)
+            totals["cut_by_edge"] += len(screen["cut"])
+            totals["faint"] += len(screen["faint"])
             print(f"{label}  charts {len(charts):3d}  texts {n_texts:5d}  overlapping pairs {pairs:3d}"
                   + (f"  e.g. {examples}" if examples else "")
                   + (f"  under 10 px: {[(s, len(t), t[:2]) for s, t in tiny][:3]}" if tiny else "")
                   + (f"  clipped: {[(s, c[:3]) for s, c in cut][:3]}" if cut else "")
+                  + (f"  cut by the screen's bottom edge: {screen['cut']}" if screen["cut"] else "")
+                  + (f"  colour range barely used: {screen['faint'][:4]}" if screen["faint"] else "")
                   + f"  ({time.time() - t0:.0f} s)", flush=True)
     print(f"TOTAL: {len(todo) - len(failed)} cases ({len(views)} page views × {len(sizes_seen)} sizes × "
           f"{len({c[3] for c in todo})} languages), {totals['charts']} charts checked, {totals['texts']} texts, "
           f"{totals['pairs']} overlapping pairs, {len(failed)} failed ({time.time() - start:.0f} s)", flush=True)
     print(f"ALSO: {totals['small']} texts under 10 px, {totals['clipped']} texts cut by their chart's edge or the "
           f"screen's width", flush=True)
-    return 1 if totals["pairs"] or failed or (args.strict and (totals["small"] or totals["clipped"])) else 0
+    print(f"FIRST SCREEN: {totals['cut_by_edge']} charts cut by the screen's bottom edge although they would fit "
+          f"under the header, {totals['faint']} heatmaps using under a quarter of their colour range", flush=True)
+    return 1 if totals["pairs"] or failed or (args.strict and (totals["small"] or totals["clipped"]
+                                                                    or totals["cut_by_edge"] or totals["faint"])) else 0
 
 
 if __name__ == "__main__":

@@ -45,3 +45,30 @@ def clipped(chart: dict, width: float = 1280, slack: float = 0.5) -> list[str]:
     left, top, right, bottom = chart.get("box") or (0, -1e9, width, 1e9)
     return [t[4] for t in chart["texts"] if t[0] < max(left, 0) - slack or t[2] > min(right, width) + slack
             or t[1] < top - slack or t[3] > bottom + slack]
+
+
+# Each chart's box on the first screen and, for a heatmap, the share of its colour range its finite values use.
+FIRST_SCREEN = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(d => {
+    const r = d.getBoundingClientRect(), t = (d._fullData || []).find(t => t.type === 'heatmap');
+    let used = null;
+    if (t && Number.isFinite(t.zmin) && Number.isFinite(t.zmax) && t.zmax > t.zmin) {
+        let lo = Infinity, hi = -Infinity;
+        for (const row of t.z || []) for (const v of row || [])
+            if (Number.isFinite(v)) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+        if (hi >= lo) used = (Math.min(hi, t.zmax) - Math.max(lo, t.zmin)) / (t.zmax - t.zmin);
+    }
+    return {meta: (d.layout && d.layout.meta) || {}, top: r.top, bottom: r.bottom, used: used};
+})"""
+
+
+def first_screen(charts: list[dict], height: float = 720, header: float = 60, min_used: float = 0.25) -> dict:
+    """``{"cut": […], "faint": […]}`` of :data:`FIRST_SCREEN`'s rows: charts the screen's bottom edge cuts although
+    they would fit under the header (they start in view and end below it), and heatmaps whose values use less than
+    ``min_used`` of their colour range (a panel that looks nearly empty)."""
+    def name(c):
+        return c["meta"].get("stage") or c["meta"].get("kind") or "chart"
+
+    cut = [name(c) for c in charts
+           if header <= c["top"] < height < c["bottom"] and c["bottom"] - c["top"] <= height - header]
+    faint = [(name(c), round(c["used"], 2)) for c in charts if c.get("used") is not None and c["used"] < min_used]
+    return {"cut": cut, "faint": faint}

@@ -24,4 +24,6 @@ def test_layout_audit_quick_runs_and_finds_no_overlap(tmp_path):
     summary = (r"^TOTAL: 3 cases \(3 page views × 3 sizes × 2 languages\), [1-9]\d* charts checked, [1-9]\d* texts, "
                r"0 overlapping pairs, 0 failed")
     assert re.search(summary, result.stdout, re.M), result.stdout[-2000:]
+    assert re.search(r"^FIRST SCREEN: \d+ charts cut by the screen's bottom edge although they would fit under the "
+                     r"header, \d+ heatmaps using under a quarter of their colour range", result.stdout, re.M)
     assert len(list(tmp_path.glob("*.png"))) == 3  # --shots: one screenshot a case, into the folder asked for
