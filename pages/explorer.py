@@ -3,6 +3,8 @@ from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
+from functools import partial
+
 import streamlit as st
 
 from ui.explorer import traces, variants
@@ -26,7 +28,6 @@ STAGES = ("scores", "masked_scores", "weights", "context")
 main, extras = st.container(), st.container()  # figures first; today's attention, tables, downloads, uploads below
 with extras:
     st.divider()
-    variant_box = st.container()  # below the figures: the focused head stays in the first screen at 1280×720
     # lazy (``.open``): its token table, a data grid, is built and sent only once opened (a first visit does not load
     # the grid's code for a box nobody opened); ``?tables=1`` keeps it open on a rerun and in a copied link
     box = lazy_expander(_("Tokens, downloads and reopening a saved trace"), key="explorer_tables", url="tables",
@@ -34,12 +35,12 @@ with extras:
 tables = box.container()
 with box:  # the uploader is drawn closed too: a file uploaded stays shown when the box is closed again
     trace = traces.reopened_trace(key="explorer_upload", stages=STAGES, expander=False)
-if trace is not None:  # said above the figures too: the sidebar's sentences and masks no longer apply
+uploaded = trace is not None
+if uploaded:  # said above the figures too: the sidebar's sentences and masks no longer apply
     main.info(_("Showing an uploaded trace: its own sentences, masks and sizes, not the sidebar's. Remove the file "
                 "under “Tokens, downloads and reopening a saved trace” to go back."), icon=":material/upload_file:")
 else:
-    with variant_box:  # shared key/value heads, sliding window with sinks (issue 36)
-        variant = variants.controls(settings)
+    variant = variants.values(settings)  # shared key/value heads, sliding window with sinks; drawn beside the figure
     try:  # every stage, plus ‖α·f(x)‖ from the toy's seeded W_O
         trace = traces.toy_with_norms(settings, None if variant.n_kv_heads == settings.n_heads else variant.n_kv_heads,
                                       variant.window, variant.sinks)
@@ -57,7 +58,8 @@ with main:
     if trace.lengths[batch] == 0:
         st.warning(_("This sentence has no tokens: every position is padding."), icon=":material/warning:")
     head_view.show(trace, batch=batch, stage=stage, head=head, fixed=fixed, all_large=all_large,
-                   key_prefix="explorer_", explain=stage != "norms")
+                   key_prefix="explorer_", explain=stage != "norms",
+                   side=None if uploaded else partial(variants.controls, settings))
     if stage == "norms":
         moves_panels.norms_panel(trace, batch=batch, layer=0, head=head, key_prefix="explorer_")  # factors, then explain
 if box.open:

@@ -26,35 +26,43 @@ class Variant:
     sinks: int
 
 
-def controls(settings: Settings) -> Variant:
-    """Three controls in an expander (open when a choice differs from plain attention), bound to the URL.
-    ``n_kv_heads`` defaults to ``n_heads`` and a window to off, so a link without them shows the numbers it did."""
+def values(settings: Settings) -> Variant:
+    """The three choices, bound to the URL, before the trace is computed (:func:`controls` draws them later, beside
+    the figure they change). ``n_kv_heads`` defaults to ``n_heads`` and a window to off, so a link without them shows
+    the numbers it did."""
     h = settings.n_heads
-    choices = divisors(h)
     with batch():  # one message for the three (issue 37)
-        n_kv = bind_url("explorer_n_kv_heads", "n_kv_heads", choices, h)
+        n_kv = bind_url("explorer_n_kv_heads", "n_kv_heads", divisors(h), h)
         window = bind_url("explorer_window", "window", range(MAX_TOKENS + 1), 0)
         sinks = bind_url("explorer_sinks", "sinks", range(MAX_SINKS + 1), 0)
-    changed = n_kv != h or window > 0
+    return Variant(int(n_kv), int(window) or None, int(sinks) if window else 0)
+
+
+def controls(settings: Settings) -> None:
+    """The three controls in an expander (open when a choice differs from plain attention), stacked for the focused
+    head's side column; their values were bound by :func:`values` this run."""
+    h = settings.n_heads
+    choices = divisors(h)
+    ss = st.session_state
+    changed = ss.get("explorer_n_kv_heads", h) != h or ss.get("explorer_window", 0) > 0
     names = {n: (_("{n} (multi-query: one K/V head for all)").format(n=n) if n == 1 and h > 1 else
                  _("{n} (multi-head: one K/V head per query head)").format(n=n) if n == h else
                  _("{n} (grouped-query: {g} query heads per K/V head)").format(n=n, g=h // n)) for n in choices}
     with st.expander(_("Today's attention: shared key/value heads, sliding window with sinks"),
                      expanded=changed, icon=":material/tune:"):
-        left, middle, right = st.columns([2.2, 1.2, 1.2])
-        n_kv = left.selectbox(_("n_kv_heads (key/value heads)"), choices, key="explorer_n_kv_heads",
-                              format_func=names.get,
-                              help=_("Query head h reads key/value head h // (n_heads / n_kv_heads). Only divisors "
-                                     "of n_heads are offered: each key/value head serves the same number of query "
-                                     "heads."))
-        window = middle.number_input(_("Sliding window w (0 = off)"), 0, MAX_TOKENS, step=1, key="explorer_window",
-                                     help=_("Each query sees itself and the w − 1 tokens before it (plus the sinks)."))
+        n_kv = st.selectbox(_("n_kv_heads (key/value heads)"), choices, key="explorer_n_kv_heads",
+                            format_func=names.get,
+                            help=_("Query head h reads key/value head h // (n_heads / n_kv_heads). Only divisors "
+                                   "of n_heads are offered: each key/value head serves the same number of query "
+                                   "heads."))
+        left, right = st.columns(2)
+        window = left.number_input(_("Sliding window w (0 = off)"), 0, MAX_TOKENS, step=1, key="explorer_window",
+                                   help=_("Each query sees itself and the w − 1 tokens before it (plus the sinks)."))
         sinks = right.number_input(_("Sinks s"), 0, MAX_SINKS, step=1, key="explorer_sinks", disabled=window == 0,
                                    help=_("The first s tokens stay visible to every later query (attention sinks)."))
         st.caption(kv_caption(settings.d_model, h, int(n_kv)))
         if window:
             st.caption(convention(int(window), int(sinks)))
-    return Variant(int(n_kv), int(window) or None, int(sinks) if window else 0)
 
 
 def kv_caption(d_model: int, n_heads: int, n_kv: int) -> str:

@@ -8,6 +8,8 @@ focus it). Stage, head, colour scale and "all heads large" live in the URL (``st
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import streamlit as st
 
@@ -111,7 +113,7 @@ _STICKY = """<style>[data-testid="stLayoutWrapper"]:has(> .st-key-{prefix}answer
   z-index: 3; background: #fff; padding: 4px 0; border-bottom: 1px solid rgba(49, 51, 63, 0.2);}}</style>"""
 
 
-def _layout(wide: bool, key_prefix: str) -> dict:
+def _layout(wide: bool, key_prefix: str, with_side: bool = False) -> dict:
     """Where each part goes. Short sentences: the focused head beside a column with the colour choice, the
     chosen cell's answer (in view after a click at 1280×720), the tiles and the formula. Long ones: the
     choice and the answer above a focused head as wide as the page, tiles and formula below it."""
@@ -121,11 +123,14 @@ def _layout(wide: bool, key_prefix: str) -> dict:
         answer, focus = band.container(key=f"{key_prefix}answer"), band.container()
         st.html(_STICKY.format(prefix=key_prefix))
         tiles, formula = st.columns([1, 1], gap="medium")
-        return dict(options=options, answer=answer, focus=focus, tiles=tiles, formula=formula)
-    focus, side = st.columns([1.5, 1], gap="medium")
-    with side:  # the answer first (in view after a click), then the tiles, then the options and the formula
-        answer, tiles, options = (st.container() for _part in range(3))
-    return dict(options=options, answer=answer, tiles=tiles, formula=options, focus=focus)
+        return dict(options=options, answer=answer, focus=focus, tiles=tiles, formula=formula, side=formula)
+    focus, column = st.columns([1.5, 1], gap="medium")
+    with column:  # the answer first (in view after a click), the page's own controls (closed: one line), the tiles,
+        # then the options and the formula
+        answer = st.container()
+        side = st.container() if with_side else None  # no empty block (its gap) on pages without such controls
+        tiles, options = st.container(), st.container()
+    return dict(options=options, answer=answer, tiles=tiles, formula=options, focus=focus, side=side)
 
 
 def _view_options(key_prefix: str, wide: bool) -> None:
@@ -191,9 +196,12 @@ def _answer_into_view(key_prefix: str, chosen: tuple, tile: bool) -> None:
 
 
 def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fixed: bool | str, all_large: bool,
-         key_prefix: str, hide_keys: np.ndarray | None = None, title_prefix: str = "", explain: bool = True) -> None:
+         key_prefix: str, hide_keys: np.ndarray | None = None, title_prefix: str = "", explain: bool = True,
+         side: Callable[[], None] | None = None) -> None:
     """The focused head beside its formula, shape and the all-heads tiles (two charts), then the
-    "explain this number" panel for one cell of the focused head (``explain``)."""
+    "explain this number" panel for one cell of the focused head (``explain``). ``side`` draws a page's own
+    controls of what the figure shows in its side column, under the answer (beside the tiles when the figure spans
+    the column)."""
     scale = fixed if isinstance(fixed, str) else ("fixed" if fixed else "auto")  # controls() gives a SCALES key
     fixed = scale == "fixed"
     data = trace.stage(stage, layer)
@@ -208,7 +216,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     n = len(trace.tokens[batch])
     wide = n > figures.WIDE_TOKENS and stage in PATTERN_STAGES  # long sentences: the focused head fills the column
     cell = chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
-    where = _layout(wide, key_prefix)
+    where = _layout(wide, key_prefix, side is not None)
     opened = st.session_state.pop(f"_{key_prefix}tile_opened", False)  # this run's only: read, even with no answer
     st.html(figures.SCREEN_ONLY_CSS)  # the selection frames on screen; saved images stay clean (issue 34)
     # the focused head first (issue 37): its chart and caption are sent before the options, the answer, the tiles and
@@ -238,6 +246,9 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                          "in; double-click to zoom out.").format(n=n, k=every))
     with where["options"]:
         _view_options(key_prefix, wide)
+    if side is not None:
+        with where["side"]:
+            side()
     if cell is not None:
         with where["answer"]:
             explain_panel.first_line(trace, batch=batch, layer=layer, head=head, query=cell[0], key=cell[1],
