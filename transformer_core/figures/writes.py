@@ -50,8 +50,9 @@ def dla_figure(heads: np.ndarray, mlps: np.ndarray, *, title: str, height: int =
                       colorbar=dict(title=dict(text=_("logit"), side="right"), thickness=10, len=0.9))
     fig = go.Figure(data=[heat])
     fig.update_layout(
-        title=dict(text=_esc(title), font=dict(size=13), x=0), height=height,
-        margin=dict(l=60, r=10, t=60, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
+        # the title at the very top of the figure, the top axis's ticks and title under it: they never overlap
+        title=dict(text=_esc(title), font=dict(size=13), x=0, y=1, yref="container", yanchor="top", pad=dict(t=6)),
+        height=height, margin=dict(l=60, r=10, t=84, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
         xaxis=dict(tickmode="array", tickvals=list(range(n_heads + 1)),
                    ticktext=[str(h) for h in range(n_heads)] + ["MLP"], side="top", fixedrange=True,
                    title=dict(text=_("head"), standoff=2)),
@@ -104,8 +105,9 @@ def patching_figure(scores: np.ndarray, *, of: str, x_labels: list[str], x_title
     fig = go.Figure(data=[heat])
     step = max(1, n_cols // 24)
     fig.update_layout(
-        title=dict(text=_esc(title), font=dict(size=13), x=0), height=height,
-        margin=dict(l=60, r=10, t=60, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
+        # the title at the very top of the figure, the top axis's ticks and title under it: they never overlap
+        title=dict(text=_esc(title), font=dict(size=13), x=0, y=1, yref="container", yanchor="top", pad=dict(t=6)),
+        height=height, margin=dict(l=60, r=10, t=84, b=20), plot_bgcolor="#d9d9d9", dragmode=False,
         xaxis=dict(tickmode="array", tickvals=list(range(0, n_cols, step)),
                    ticktext=[_esc(x_labels[c]) for c in range(0, n_cols, step)], fixedrange=True, automargin=True,
                    side="top" if n_cols <= 9 else "bottom", tickangle=-45 if n_cols > 9 else 0,
