@@ -11,7 +11,6 @@ from ui.shell.i18n import _
 
 # this run's language (?lang=, the sidebar switch, or the browser's): the menu and every page follow it
 st.set_page_config(page_title=_("Attention Explorer"), page_icon="🔍", layout="wide")
-nav.page_style()  # less empty space above each page's title: more of its first figure on a 720-px screen
 if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/shell/nav.py)
     nav.leave_legacy_mode(rerun=True)
 page = nav.navigation()

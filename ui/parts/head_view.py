@@ -225,9 +225,7 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         kv = trace_kv_heads(trace.settings, data.shape[1])  # shared key/value heads: named, as on the tiles
         title = title_prefix + (_("head {head} · KV {kv} · {name}").format(head=head, kv=kv[head], name=name) if kv
                                 else _("head {head} · {name}").format(head=head, name=name))
-        # up to 12 tokens a shorter figure (cells still ≥ 20 px): with its caption it ends above a 720-px screen's
-        # edge, where the default 430 cut a 4-token sentence's last row in half
-        size = dict(height=figures.wide_height(n), width_px=700) if wide else {"height": 360} if n <= 12 else {}
+        size = dict(height=figures.wide_height(n), width_px=700) if wide else {}
         square = stage in PATTERN_STAGES
         fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
                               lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,

@@ -68,15 +68,6 @@ def pages() -> list:
     return out
 
 
-# Streamlit leaves 6rem above a page's title; 3.5rem clears its 60-px header and gives the first screen 40 px more
-PAGE_STYLE = "<style>[data-testid='stMainBlockContainer']{padding-top:3.5rem}</style>"
-
-
-def page_style() -> None:
-    """The app's page style (a style alone takes no room on the page)."""
-    st.html(PAGE_STYLE)
-
-
 def navigation():
     """``st.navigation`` with the sidebar menu on (config.toml hides the legacy one)."""
     global _navigated
