@@ -123,7 +123,7 @@ STAGE_ROW = """(stage) => { const label = Array.from(document.querySelectorAll('
     return [Math.max(...buttons), column.right, layer.left, buttons.length]; }"""
 
 
-@pytest.mark.parametrize("lang, n_tokens", [("en", 14), ("zh", 35)])
+@pytest.mark.parametrize("lang, n_tokens", [("en", 14), ("zh", 15)])
 def test_open_head_readable_and_in_view_at_1280x720(server, chromium, lang, n_tokens, tmp_path, capsys):
     """A classroom projector (1280×720), the default prompt of each language (14 and 35 tokens). Beside the grid, the
     open head was ~105 px square with its key labels over each other, the stage row ran under the Layer box
