@@ -86,3 +86,18 @@ def smollm2_hf():
     model.eval().requires_grad_(False)
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     return model, tokenizer
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoints(tmp_path_factory):
+    """Tiny random Hugging Face checkpoints, one per LLaMA-family architecture we load (``tests/tiny_checkpoints.py``):
+    ``{arch: (folder, Hugging Face model in eager float32)}``, written once per session (~5 s). Skips without
+    transformers."""
+    pytest.importorskip("transformers")
+    import tiny_checkpoints as tc
+
+    made = {}
+    for i, arch in enumerate(tc.ARCHS):
+        folder = tmp_path_factory.mktemp(arch)
+        made[arch] = folder, tc.make(arch, folder, seed=i, shard=arch == "mistral")
+    return made

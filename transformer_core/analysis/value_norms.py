@@ -60,41 +60,18 @@ def value_weighted_norms(weights: np.ndarray, v: np.ndarray, W_O_heads: np.ndarr
 
 
 def output_projections(trace: Trace) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``[(W_O [d_model, d_model], b_O [d_model]) per layer]`` of the model that made ``trace``, float64.
-
-    MiniLM: the loaded checkpoint; the trained causal model: the trace's checkpoint ``step``;
-    the toy encoder: rebuilt from its config and seed (the same weights, bit for bit).
+    """``[(W_O [n_heads·d_head, d_model], b_O [d_model]) per layer]`` of the model that made ``trace``, float64,
+    asked of its face (:func:`transformer_core.models.from_settings`): MiniLM, the trained causal model at the
+    trace's ``step``, the toy encoder rebuilt from its config and seed (the same weights, bit for bit), SmolLM2 or
+    the local checkpoint named in the settings (b_O is zeros where the model has no bias).
 
     Raises:
         ValueError: the trace's settings name no model these weights can be read from.
-        PretrainedUnavailable / CausalUnavailable: the weights cannot be loaded.
+        PretrainedUnavailable / CausalUnavailable / CheckpointError: the weights cannot be loaded.
     """
-    s = trace.settings
-    model_name = s.get("model")
-    if model_name == "minilm":
-        from ..models.minilm import load_minilm
+    from ..models import from_settings
 
-        model, _ = load_minilm()
-    elif model_name == "causal":
-        from ..models.causal import load_causal_model
-
-        model = load_causal_model(s.get("step"))
-    elif model_name == "toy":
-        from ..nn.config import EncoderConfig
-        from ..nn.encoder import Encoder
-
-        fields = {f.name for f in dataclasses.fields(EncoderConfig)}
-        try:
-            model = Encoder(EncoderConfig(**{k: v for k, v in s.items() if k in fields}))
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"cannot rebuild the toy model from this trace's settings: {err}") from None
-    else:
-        raise ValueError(f"W_O unknown for model {model_name!r}: value-weighted norms need the model's weights")
-    out = []
-    for layer in model.layers:
-        linear = layer.attention.W_O  # nn.Linear: y = concat @ weight.T + bias
-        out.append((linear.weight.detach().double().numpy().T.copy(), linear.bias.detach().double().numpy().copy()))
-    return out
+    return from_settings(trace.settings).output_projections()
 
 
 def with_norms(trace: Trace, layers: list[int] | None = None,

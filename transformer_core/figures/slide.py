@@ -23,6 +23,7 @@ import math
 
 import plotly.graph_objects as go
 
+from ..models.face import describe_settings
 from ..records.serialize import figures_to_html
 from ..records.trace import Trace
 from ..text.i18n import _
@@ -46,19 +47,7 @@ MAX_SIDE = 4096  # the largest canvas side the command line accepts (--width, --
 def describe(trace: Trace, batch: int, words_max: int = 90) -> str:
     """Plain-text one-liner of what produced the figure: model, mask, sentence (cut to ``words_max`` characters)."""
     s = trace.settings
-    if s.get("model") == "toy":
-        model = _("toy encoder (random weights, seed {seed}), d_model={d_model}, {heads} heads").format(
-            seed=s.get("seed"), d_model=s.get("d_model"), heads=s.get("n_heads"))
-        n_kv = s.get("n_kv_heads")
-        if isinstance(n_kv, int) and n_kv != s.get("n_heads"):
-            model += _(" on {n_kv} key/value heads").format(n_kv=n_kv)
-    else:
-        model = str(s.get("name") or s.get("model") or "model")
-        if model == "minilm":
-            model = "MiniLM-L6 (all-MiniLM-L6-v2)"
-        elif model == "causal":
-            model = _("trained causal model (step {step})").format(
-                step=s.get("step") if s.get("step") is not None else _("final"))
+    model = describe_settings(s)
     if s.get("ablate"):
         model += _(", {heads} ablated ({mode})").format(heads=s["ablate"], mode=s.get("ablate_mode", "zero"))
     names = {"causal": _("causal"), "padding": _("padding")}

@@ -19,6 +19,7 @@ Shape legend: out (rows), in (columns); head, d_head.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import struct
 from pathlib import Path
@@ -113,7 +114,20 @@ def config_from_header(reader: dict) -> LlamaConfig:
         rope_base=float(_field(reader, "llama.rope.freq_base")),
         norm_eps=float(_field(reader, "llama.attention.layer_norm_rms_epsilon")),
         max_positions=int(_field(reader, "llama.context_length")),
+        head_dim=int(reader["llama.attention.key_length"]) if "llama.attention.key_length" in reader else None,
+        rope_scaling=_rope_scaling(reader),
     )
+
+
+def _rope_scaling(reader: dict) -> tuple:
+    """A header's RoPE scaling as ``LlamaConfig.rope_scaling`` pairs: none, or ``linear`` with its factor; any other
+    kind is refused by name."""
+    kind = reader.get("llama.rope.scaling.type", "none")
+    if kind == "none":
+        return ()
+    if kind != "linear":
+        raise SmolLM2Unavailable(f"RoPE scaling {kind!r} in a GGUF file is not supported (only linear)")
+    return (("rope_type", "linear"), ("factor", float(_field(reader, "llama.rope.scaling.factor"))))
 
 
 def tokenizer_fields(reader: dict) -> dict:
@@ -142,12 +156,17 @@ _LAYER_NAMES = {
     "ffn_up.weight": "feed_forward.W_up.weight",
     "ffn_down.weight": "feed_forward.W_down.weight",
 }
-_TOP_NAMES = {"token_embd.weight": "embed.weight", "output_norm.weight": "final_norm.weight"}
+_TOP_NAMES = {"token_embd.weight": "embed.weight", "output_norm.weight": "final_norm.weight",
+              "output.weight": "unembed.weight"}  # an untied unembedding (SmolLM2's file has none)
 
 
 def our_name(gguf_name: str) -> str:
-    """``blk.3.attn_q.weight`` → ``layers.3.attention.W_Q.weight``. Raises ``SmolLM2Unavailable`` for a name a
-    LLaMA decoder does not have (an ``output.weight`` would be an untied unembedding, which SmolLM2 has not)."""
+    """``blk.3.attn_q.weight`` → ``layers.3.attention.W_Q.weight``, ``output.weight`` → ``unembed.weight``.
+    Raises ``SmolLM2Unavailable`` for a name a LLaMA decoder does not have (``rope_freqs.weight``, Llama 3.1's
+    scaled frequencies, is refused by name)."""
+    if gguf_name == "rope_freqs.weight":
+        raise SmolLM2Unavailable("the GGUF file scales RoPE with rope_freqs.weight (Llama 3.1 style), which is not "
+                                 "supported here: use the Hugging Face folder of the model instead")
     if gguf_name in _TOP_NAMES:
         return _TOP_NAMES[gguf_name]
     parts = gguf_name.split(".", 2)
@@ -183,6 +202,7 @@ def read_gguf(path: Path | None = None, *, expected_sha256: str | None = GGUF_SH
     except (ValueError, struct.error, UnicodeDecodeError) as err:  # not GGUF, or cut short
         raise SmolLM2Unavailable(f"{path} cannot be read as GGUF: {err}") from err
     config = config_from_header(reader)
+    config = dataclasses.replace(config, tied=not any(t.name == "output.weight" for t in tensors))
     state: dict[str, torch.Tensor] = {}
     for tensor in tensors:
         name = our_name(tensor.name)

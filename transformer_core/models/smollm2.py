@@ -21,7 +21,7 @@ import threading
 import torch
 from torch import nn
 
-from ..nn.gqa import KVCache, LlamaBlock, LlamaConfig, rope_for
+from ..nn.gqa import EmptyLinear, KVCache, LlamaBlock, LlamaConfig, rope_for
 from ..nn.hooks import HookPoint
 from ..nn.rotary import RMSNorm
 from ..text.byte_bpe import build_byte_bpe, token_labels
@@ -37,8 +37,10 @@ class _EmptyEmbedding(nn.Embedding):
 
 
 class SmolLM2(nn.Module):
-    """A LLaMA decoder: ``embed`` (``nn.Embedding``), ``layers`` (``LlamaBlock`` × n_layers), ``final_norm``
-    (:class:`~transformer_core.nn.rotary.RMSNorm`); the unembedding is ``embed.weight`` (tied).
+    """A LLaMA-family decoder: ``embed`` (``nn.Embedding``), ``layers`` (``LlamaBlock`` × n_layers), ``final_norm``
+    (:class:`~transformer_core.nn.rotary.RMSNorm`); the unembedding is ``embed.weight`` when ``config.tied`` (SmolLM2),
+    else ``unembed`` (``nn.Linear``, weight ``[vocab, d_model]``). Local checkpoints of LLaMA, Qwen2/3 and Mistral
+    run on this class too (:mod:`transformer_core.models.checkpoint`).
 
     Built with uninitialised weights: load them (:func:`build_smollm2`) or call :meth:`init_random`.
     """
@@ -51,6 +53,8 @@ class SmolLM2(nn.Module):
         self.embed = _EmptyEmbedding(config.vocab_size, config.d_model)
         self.layers = nn.ModuleList(LlamaBlock(config) for _ in range(config.n_layers))
         self.final_norm = RMSNorm(config.d_model, config.norm_eps)
+        if not config.tied:
+            self.unembed = EmptyLinear(config.d_model, config.vocab_size, bias=False)
         self.hook_embeddings = HookPoint(copy=False)  # recorded without a copy: nothing changes them in place
         self.hook_final_norm = HookPoint(copy=False)
 
@@ -86,7 +90,7 @@ class SmolLM2(nn.Module):
         past = 0 if cache is None else cache.length
         n_new = input_ids.shape[1]
         if past + n_new > self.config.max_positions:
-            raise ValueError(f"SmolLM2 takes at most {self.config.max_positions} positions, got {past + n_new}")
+            raise ValueError(f"the model takes at most {self.config.max_positions} positions, got {past + n_new}")
         cos, sin = rope_for(self.config, past, n_new)  # [pos, d_head] each
         x = residual if residual is not None else self.hook_embeddings(self.embed(input_ids))  # [batch, pos, d_model]
         for i in range(start_layer, len(self.layers)):
@@ -96,6 +100,8 @@ class SmolLM2(nn.Module):
         if last_only:
             x = x[:, -1:]
         x = self.hook_final_norm(self.final_norm(x))
+        if not self.config.tied:
+            return self.unembed(x)  # [batch, pos, vocab]
         return x @ self.embed.weight.T  # [batch, pos, vocab]: tied unembedding
 
 
@@ -146,14 +152,15 @@ def load_smollm2():
         return _load_cached()
 
 
-def encode(text: str, tokenizer=None) -> tuple[list[int], list[str], list[str]]:
+def encode(text: str, tokenizer=None, *, add_special_tokens: bool = False) -> tuple[list[int], list[str], list[str]]:
     """``(ids, tokens, labels)`` of ``text``: byte-level tokens (``"Ġthe"``) and their readable labels
-    (``"␣the"``, ``"我 (1/2)"``; :func:`~transformer_core.text.byte_bpe.token_labels`). No BOS is added, and
+    (``"␣the"``, ``"我 (1/2)"``; :func:`~transformer_core.text.byte_bpe.token_labels`). No BOS is added (unless
+    ``add_special_tokens``: a local checkpoint's tokenizer then adds what its own post-processor adds), and
     typed text stays text: ``"<|endoftext|>"`` in ``text`` is seven ordinary tokens, never the control token 0
     (:func:`~transformer_core.text.byte_bpe.build_byte_bpe`)."""
     if tokenizer is None:
         _, tokenizer = load_smollm2()
-    encoding = tokenizer.encode(text, add_special_tokens=False)
+    encoding = tokenizer.encode(text, add_special_tokens=add_special_tokens)
     return list(encoding.ids), list(encoding.tokens), token_labels(list(encoding.tokens))
 
 

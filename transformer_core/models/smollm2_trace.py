@@ -17,8 +17,12 @@ from .smollm2 import MAX_TOKENS, encode, load_smollm2
 
 
 def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool] | None = None,
-                top: int = 5, residuals: bool = False) -> tuple[Trace, dict]:
+                top: int = 5, residuals: bool = False, checkpoint=None) -> tuple[Trace, dict]:
     """Run SmolLM2 on ``text`` (one sentence, no BOS, as its tokenizer encodes it) and capture every stage.
+
+    ``checkpoint``: a local LLaMA-family :class:`~transformer_core.models.checkpoint.Checkpoint` to run instead
+    (its tokenizer adds a BOS when the checkpoint's does; the sizes below are then its own, and
+    ``trace.settings`` says ``"model": "local"`` with its ``"path"`` and ``"name"``).
 
     The text goes through :func:`~transformer_core.text.tokenize.normalize_text` (NFC, control characters
     shown), is encoded by the GGUF's byte-level BPE and cut to its first ``max_tokens`` tokens.
@@ -46,9 +50,9 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
         ValueError: no token, or ``max_tokens`` not in 1…:data:`~transformer_core.models.smollm2.MAX_TOKENS`.
         SmolLM2Unavailable: the GGUF file is missing or corrupt.
     """
-    max_tokens = whole_number(max_tokens, "max_tokens", 1, MAX_TOKENS)
-    model, tokenizer = load_smollm2()
-    ids, raw, labels = encode(normalize_text(text), tokenizer)
+    model, tokenizer, special = _model_of(checkpoint)
+    max_tokens = whole_number(max_tokens, "max_tokens", 1, min(MAX_TOKENS, model.config.max_positions))
+    ids, raw, labels = encode(normalize_text(text), tokenizer, add_special_tokens=special)
     n_total = len(ids)
     if not ids:
         raise ValueError("no tokens: type at least one word")
@@ -78,11 +82,16 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
     vocab_labels = lambda i: encode_labels([tokenizer.id_to_token(i)])[0]  # noqa: E731
     tops = [[(vocab_labels(int(i)), int(i), float(p)) for p, i in zip(best.values[j], best.indices[j])]
             for j in range(n)]
-    mask = np.tril(np.ones((n, n), dtype=bool))[None, None]  # [1, 1, query_pos, key_pos]
     config = model.config
-    trace = Trace(tokens=(tuple(labels),), lengths=(n,), truncated=(truncated,), mask=mask,
+    mask = np.tril(np.ones((n, n), dtype=bool))  # [query_pos, key_pos]
+    windows = set(config.windows or (0,))
+    if len(windows) == 1 and windows != {0}:  # one sliding window in every layer: the mask every head obeyed
+        mask &= ~np.tril(mask, -windows.pop())
+    names = {"model": "smollm2"} if checkpoint is None else \
+        {"model": "local", "path": str(checkpoint.path), "name": checkpoint.name}
+    trace = Trace(tokens=(tuple(labels),), lengths=(n,), truncated=(truncated,), mask=mask[None, None],
                   stages={name: t.numpy() for name, t in stages.items()},
-                  settings={"model": "smollm2", "max_tokens": max_tokens, "d_model": config.d_model,
+                  settings={**names, "max_tokens": max_tokens, "d_model": config.d_model,
                             "n_heads": config.n_heads, "n_kv_heads": config.n_kv_heads, "n_layers": config.n_layers,
                             "causal": True, "ids": list(ids), "raw_tokens": list(raw)})
     prediction = {"probs": probs.numpy(), "top": tops, "last_logits": logits[0, -1].double().numpy(),
@@ -92,7 +101,16 @@ def run_smollm2(text: str, *, max_tokens: int = 128, only: Callable[[str], bool]
     return trace, prediction
 
 
-def block_stages(residual: np.ndarray, layer: int, only: Callable[[str], bool] | None = None) -> dict[str, np.ndarray]:
+def _model_of(checkpoint):
+    """``(model, tokenizer, add_special_tokens)`` of a checkpoint, or of SmolLM2 when it is ``None``."""
+    if checkpoint is None:
+        model, tokenizer = load_smollm2()
+        return model, tokenizer, False
+    return checkpoint.model, checkpoint.tokenizer, checkpoint.add_special_tokens
+
+
+def block_stages(residual: np.ndarray, layer: int, only: Callable[[str], bool] | None = None,
+                 checkpoint=None) -> dict[str, np.ndarray]:
     """The stages of SmolLM2's block ``layer`` alone, recomputed from ``residual``, the residual stream entering it
     (``[pos, d_model]`` float32, as :func:`run_smollm2` gives with ``residuals=True``).
 
@@ -108,7 +126,7 @@ def block_stages(residual: np.ndarray, layer: int, only: Callable[[str], bool] |
     """
     from ..nn.gqa import rope_for
 
-    model, _tokenizer = load_smollm2()
+    model = _model_of(checkpoint)[0]
     layer = whole_number(layer, "layer", 0, model.config.n_layers - 1)
     if residual.ndim != 2 or residual.shape[1] != model.config.d_model or residual.shape[0] == 0:
         raise ValueError(f"residual must be [pos, {model.config.d_model}], got shape {tuple(residual.shape)}")
@@ -125,3 +143,12 @@ def encode_labels(raw_tokens: list[str]) -> list[str]:
     from ..text.byte_bpe import token_labels
 
     return token_labels(list(raw_tokens))
+
+
+def route_block(residual: np.ndarray, layer: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`~transformer_core.analysis.routes.contribution_tables` reads of SmolLM2's block ``layer``,
+    recomputed from ``residual`` (the stream entering it, ``[pos, d_model]``): ``(weights [head, q, k], values
+    [head, k, d_head] (repeated per query head), resid_mid [q, d_model], mlp_out [q, d_model])``, float32."""
+    names = ("attention.weights", "attention.v", "attention.output", "feed_forward.projected")
+    stages = block_stages(residual, layer, only=lambda n: n.endswith(names))
+    return tuple(stages[f"layers.{layer}.{name}"][0] for name in names)

@@ -34,16 +34,25 @@ from torch.nn import functional as F
 from .attention import attention_scores, mask_scores, masked_softmax, repeat_kv_heads
 from .config import whole
 from .hooks import HookPoint, watched
-from .rotary import RMSNorm, apply_rotary, rope_tables
+from .rotary import RMSNorm, apply_rotary, rope_tables, scaled_inverse_frequencies
 
 
 @dataclass(frozen=True)
 class LlamaConfig:
-    """Sizes of a LLaMA decoder; the defaults are SmolLM2-135M's (its GGUF header).
+    """Sizes of a LLaMA-family decoder; the defaults are SmolLM2-135M's (its GGUF header).
+
+    The fields after ``max_positions`` describe the family's variants (defaults: LLaMA's): ``head_dim`` when a
+    head is not ``d_model / n_heads`` wide (Qwen3); ``qkv_bias`` (Qwen2's biases on W_Q, W_K, W_V) and ``o_bias``
+    (LLaMA's ``attention_bias`` puts one on W_O too); ``qk_norm`` (Qwen3's RMSNorm over each query and key head
+    before RoPE); ``windows``, per layer the number of most recent positions a query sees, 0 for all (Mistral's
+    sliding window: key j is seen from query i when i − window < j ≤ i); ``tied`` (the unembedding is the
+    embedding matrix); ``rope_scaling`` as sorted ``(key, value)`` pairs of a Hugging Face ``rope_scaling``
+    (:func:`~transformer_core.nn.rotary.scaled_inverse_frequencies`).
 
     Raises:
-        ValueError: a size is not a positive integer, ``n_kv_heads`` does not divide ``n_heads``,
-            ``n_heads · d_head`` is not ``d_model``, or ``rope_base`` / ``norm_eps`` is out of range.
+        ValueError: a size is not a positive integer, ``n_kv_heads`` does not divide ``n_heads``, a head is not an
+            even width, ``windows`` is not one non-negative integer per layer, or ``rope_base`` / ``norm_eps`` /
+            ``rope_scaling`` is out of range.
     """
 
     vocab_size: int = 49152
@@ -55,6 +64,13 @@ class LlamaConfig:
     rope_base: float = 100000.0
     norm_eps: float = 1e-5
     max_positions: int = 8192  # llama.context_length
+    head_dim: int | None = None  # None: d_model / n_heads
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    windows: tuple[int, ...] | None = None  # None: every layer sees every earlier position
+    tied: bool = True
+    rope_scaling: tuple[tuple[str, object], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "max_positions"):
@@ -64,17 +80,37 @@ class LlamaConfig:
             object.__setattr__(self, name, whole(value))
         if self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_kv_heads={self.n_kv_heads} does not divide n_heads={self.n_heads}")
-        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
-            raise ValueError(f"d_model={self.d_model} must be n_heads={self.n_heads} times an even head width")
+        if self.head_dim is None:
+            if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+                raise ValueError(f"d_model={self.d_model} must be n_heads={self.n_heads} times an even head width")
+        elif whole(self.head_dim) is None or self.head_dim <= 0 or self.head_dim % 2:
+            raise ValueError(f"head_dim must be a positive even integer, got {self.head_dim!r}")
         if not (isinstance(self.rope_base, int | float) and math.isfinite(self.rope_base) and self.rope_base > 1):
             raise ValueError(f"rope_base must be a finite number above 1, got {self.rope_base!r}")
         if not (isinstance(self.norm_eps, int | float) and 0 < self.norm_eps < 1):
             raise ValueError(f"norm_eps must be in (0, 1), got {self.norm_eps!r}")
+        if self.windows is not None:
+            windows = tuple(self.windows)
+            if len(windows) != self.n_layers or any(whole(w) is None or w < 0 for w in windows):
+                raise ValueError(f"windows must be {self.n_layers} non-negative integers, got {self.windows!r}")
+            object.__setattr__(self, "windows", windows)
+        object.__setattr__(self, "rope_scaling", tuple(sorted(dict(self.rope_scaling).items())))
+        if self.rope_scaling:
+            scaled_inverse_frequencies(self.d_head, self.rope_base, self.scaling)  # refuses an unknown kind now
+
+    @property
+    def scaling(self) -> dict | None:
+        """``rope_scaling`` as a dict (``None`` when there is none)."""
+        return dict(self.rope_scaling) or None
+
+    def window(self, layer: int) -> int | None:
+        """Layer ``layer``'s sliding window (positions a query sees, itself included), ``None`` for all."""
+        return (self.windows[layer] or None) if self.windows is not None else None
 
     @property
     def d_head(self) -> int:
-        """Width of one query/key/value head: d_model / n_heads (64 for SmolLM2)."""
-        return self.d_model // self.n_heads
+        """Width of one query/key/value head: ``head_dim``, else d_model / n_heads (64 for SmolLM2)."""
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
 
     @property
     def group(self) -> int:
@@ -115,21 +151,27 @@ class KVCache:
         return k, v
 
 
-def causal_mask(n_new: int, past: int) -> torch.Tensor | None:
-    """bool ``[1, 1, n_new, past + n_new]``: new query j (at position past + j) may attend key positions ≤ past + j.
+def causal_mask(n_new: int, past: int, window: int | None = None) -> torch.Tensor | None:
+    """bool ``[1, 1, n_new, past + n_new]``: new query j (at position past + j) may attend key positions ≤ past + j,
+    and with a ``window`` only those above past + j − window (the ``window`` most recent, itself included).
 
     ``None`` when every key is visible (one new token after a cache: the usual generation step).
     """
-    if n_new == 1:
+    if n_new == 1 and (window is None or past < window):
         return None
     query_pos = torch.arange(past, past + n_new)[:, None]  # [n_new, 1], absolute positions
     key_pos = torch.arange(past + n_new)[None, :]  # [1, past + n_new]
-    return (key_pos <= query_pos)[None, None]
+    visible = key_pos <= query_pos
+    if window is not None:
+        visible = visible & (key_pos > query_pos - window)
+    return visible[None, None]
 
 
 class GroupedQueryAttention(nn.Module):
     """Causal self-attention with ``n_heads`` query heads sharing ``n_kv_heads`` key/value heads, keys and queries
-    turned by RoPE (half-split layout, base ``config.rope_base``); no biases.
+    turned by RoPE (half-split layout, base ``config.rope_base``); biases only where the config asks
+    (``qkv_bias``, ``o_bias``), an RMSNorm per query and key head before RoPE with ``qk_norm`` (``q_norm``,
+    ``k_norm``, ``[d_head]`` weights), and the layer's sliding window (``config.window(layer)``).
 
     Parameters: ``W_Q`` ``[n_heads·d_head, d_model]``, ``W_K``, ``W_V`` ``[n_kv_heads·d_head, d_model]``, ``W_O``
     ``[d_model, n_heads·d_head]`` (``nn.Linear`` layout: out × in), left uninitialised (:class:`EmptyLinear`). Hook points: see the module docstring.
@@ -139,11 +181,14 @@ class GroupedQueryAttention(nn.Module):
         super().__init__()
         self.config = config
         self.n_heads, self.n_kv_heads, self.d_k = config.n_heads, config.n_kv_heads, config.d_head
-        d, kv = config.d_model, config.n_kv_heads * config.d_head
-        self.W_Q = EmptyLinear(d, d, bias=False)
-        self.W_K = EmptyLinear(d, kv, bias=False)
-        self.W_V = EmptyLinear(d, kv, bias=False)
-        self.W_O = EmptyLinear(d, d, bias=False)
+        d, q, kv = config.d_model, config.n_heads * config.d_head, config.n_kv_heads * config.d_head
+        self.W_Q = EmptyLinear(d, q, bias=config.qkv_bias)
+        self.W_K = EmptyLinear(d, kv, bias=config.qkv_bias)
+        self.W_V = EmptyLinear(d, kv, bias=config.qkv_bias)
+        self.W_O = EmptyLinear(q, d, bias=config.o_bias)
+        if config.qk_norm:  # only then: SmolLM2's state dict keeps exactly its own names
+            self.q_norm = RMSNorm(config.d_head, config.norm_eps)
+            self.k_norm = RMSNorm(config.d_head, config.norm_eps)
         for stage in ("input", "q", "k", "v", "k_kv", "v_kv", "scores", "masked_scores", "weights", "context",
                       "concat", "projected", "output"):
             setattr(self, f"hook_{stage}", HookPoint(copy=False))  # no in-place change follows
@@ -169,12 +214,15 @@ class GroupedQueryAttention(nn.Module):
         batch, n_new, _ = x.shape
         past = 0 if cache is None else cache.length
         normed = self.hook_input(normed)
-        q = apply_rotary(self._heads(self.W_Q(normed), self.n_heads), cos, sin)  # [batch, head, new, d_head]
-        k_kv = apply_rotary(self._heads(self.W_K(normed), self.n_kv_heads), cos, sin)  # [batch, kv_head, new, d_head]
+        q = self._heads(self.W_Q(normed), self.n_heads)  # [batch, head, new, d_head]
+        k_kv = self._heads(self.W_K(normed), self.n_kv_heads)  # [batch, kv_head, new, d_head]
+        if self.config.qk_norm:  # each head's vector normalised on its own, before the rotation (Qwen3)
+            q, k_kv = self.q_norm(q), self.k_norm(k_kv)
+        q, k_kv = apply_rotary(q, cos, sin), apply_rotary(k_kv, cos, sin)
         v_kv = self._heads(self.W_V(normed), self.n_kv_heads)  # [batch, kv_head, new, d_head]
         if cache is not None:
             k_kv, v_kv = cache.append(layer, k_kv, v_kv)  # [batch, kv_head, past + new, d_head]
-        mask = causal_mask(n_new, past)
+        mask = causal_mask(n_new, past, self.config.window(layer))
         if watched(self._inner_points):  # a capture or edit of a stage here: every stage, keys and values repeated
             k_kv, v_kv = self.hook_k_kv(k_kv), self.hook_v_kv(v_kv)
             q = self.hook_q(q)
@@ -250,4 +298,4 @@ class LlamaBlock(nn.Module):
 
 def rope_for(config: LlamaConfig, start: int, n_new: int) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin ``[n_new, d_head]`` for positions ``start … start + n_new − 1``."""
-    return rope_tables(torch.arange(start, start + n_new), config.d_head, config.rope_base)
+    return rope_tables(torch.arange(start, start + n_new), config.d_head, config.rope_base, config.scaling)
