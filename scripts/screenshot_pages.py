@@ -38,6 +38,8 @@ PAGES = {  # name → path, query, and optionally a text to scroll to
     "masks_lab": ("/masks_lab", {"text": TWELVE + "\nIt was tired.", "mask": "both"}),
     "pipeline": ("/pipeline", {"text": TWELVE, "step": "Attention"}),
     "causal": ("/causal", {"layer": 1, "head": 1, "checkpoint": 4000}, "All 2 layers"),  # the induction stripe, scrolled to
+    "modern": ("/modern", {"text": TWELVE, "section": "Positions"}),
+    "llm": ("/llm", {}),  # its own example prompt
     "guided": ("/guided", {"text": TWELVE, "lesson": 1, "step": 2}),
 }
 
@@ -50,8 +52,12 @@ ZH_PAGES = {  # the same views in Chinese (?lang=zh); texts to scroll to are the
     "masks_lab": ("/masks_lab", {"text": ZH_TEXT + "\n猫累了。", "mask": "both"}),
     "pipeline": ("/pipeline", {"text": ZH_TEXT, "step": "Attention"}),
     "causal": ("/causal", {"layer": 1, "head": 1, "checkpoint": 4000}, "全部 2 层"),
+    "modern": ("/modern", {"text": ZH_TEXT, "section": "Positions"}),
+    "llm": ("/llm", {}),  # its own Chinese example prompt
     "guided": ("/guided", {"text": ZH_TEXT, "lesson": 1, "step": 2}),
 }
+# every page of the registry (ui/shell/nav.py) is here, checked by tests/test_page_registry.py; the extra names
+# are more views of a page
 # The fallback's note (ui/shell/chart.py _note_fallback) names the variable in every language: its element
 # container is taken out of the page (with its gap), as if the note were not there.
 HIDE_NOTE = f"""() => {{ for (const c of document.querySelectorAll('[data-testid="stCaptionContainer"]'))

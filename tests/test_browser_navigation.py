@@ -9,28 +9,28 @@
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from browser_utils import ARTIFACTS, chromium_missing, streamlit_server
+from ui.shell import nav
 
 _missing = chromium_missing()
 if _missing:
     print(f"SKIPPING browser navigation tests: {_missing}")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
 
-TITLES = ("Explorer", "Trained model (MiniLM)", "Trained causal model", "Masks lab", "Multi-head pipeline",
-          "Attention since 2017", "Real LLM (SmolLM2)", "Guided lessons")
-FILE_NAMES = {"app", "explorer", "minilm", "causal", "masks lab", "masks_lab", "pipeline", "modern", "llm", "guided"}
-PAGES = {  # path → (h1 starts with, menu entry marked current)
-    "/": ("Attention Explorer", "Explorer"),
-    "/explorer": ("Attention Explorer", "Explorer"),
-    "/minilm": ("Trained model", "Trained model (MiniLM)"),
-    "/causal": ("Trained causal model", "Trained causal model"),
-    "/masks_lab": ("Masks lab", "Masks lab"),
-    "/pipeline": ("Multi-head pipeline", "Multi-head pipeline"),
-    "/modern": ("Attention since 2017", "Attention since 2017"),
-    "/llm": ("A real language model", "Real LLM (SmolLM2)"),
-    "/guided": ("Guided lessons", "Guided lessons"),
+TITLES = tuple(p.title for p in nav.PAGES)  # the menu's English titles, from the page registry
+STEMS = {Path(p.script).stem for p in nav.PAGES}  # Streamlit's legacy menu shows file names, "_" as a space
+FILE_NAMES = {"app", *STEMS, *(stem.replace("_", " ") for stem in STEMS)}
+# what each registered page's h1 starts with (tests/test_page_registry.py checks that every page is here)
+H1 = {"explorer": "Attention Explorer", "minilm": "Trained model", "causal": "Trained causal model",
+      "masks_lab": "Masks lab", "pipeline": "Multi-head pipeline", "modern": "Attention since 2017",
+      "llm": "A real language model", "guided": "Guided lessons"}
+PAGES = {  # path → (h1 starts with, menu entry marked current): every page by its own URL, the default one at / too
+    "/": (H1[nav.PAGES[0].url_path], nav.PAGES[0].title),
+    **{f"/{p.url_path}": (H1[p.url_path], p.title) for p in nav.PAGES},
 }
 QUERY = "causal=1&n_heads=4"  # shared sidebar settings: every page reads them
 

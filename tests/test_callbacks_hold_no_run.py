@@ -18,6 +18,7 @@ import pytest
 from apptest_utils import new_app
 
 from transformer_core.records.trace import Trace
+from ui.shell import nav
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]
@@ -88,8 +89,7 @@ def _stored(at):
             yield meta.id, obj
 
 
-@pytest.mark.parametrize("page", ["pages/explorer.py", "pages/minilm.py", "pages/causal.py", "pages/masks_lab.py",
-                                  "pages/pipeline.py", "pages/modern.py", "pages/llm.py"])
+@pytest.mark.parametrize("page", [p.script for p in nav.PAGES])  # every registered page
 def test_no_stored_callable_reaches_the_run(page):
     at = new_app(text="the cat sat on the mat\nthe dog sat")
     at.switch_page(page).run()

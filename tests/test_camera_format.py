@@ -1,6 +1,6 @@
-"""The sidebar's "Chart camera button saves" choice reaches every chart's camera: with "svg" chosen, no chart on the
-explorer, MiniLM, causal, masks-lab or pipeline page saves PNG (the MiniLM and causal overviews, the loss curve,
-the masks lab and the pipeline used to, their configs built without the choice)."""
+"""The sidebar's "Chart camera button saves" choice reaches every chart's camera: with "svg" chosen, no chart on any
+registered page saves PNG (the MiniLM and causal overviews, the loss curve, the masks lab and the pipeline used to,
+their configs built without the choice)."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,9 @@ import pytest
 
 from apptest_utils import charts, new_app
 from ui.shell import chart as chart_module
+from ui.shell import nav
 
-PAGES = ["app.py", "pages/minilm.py", "pages/causal.py", "pages/masks_lab.py", "pages/pipeline.py"]
+PAGES = ["app.py", *(p.script for p in nav.PAGES[1:])]  # every registered page (the first one is the app's default)
 
 
 def camera_formats(at) -> list[str]:

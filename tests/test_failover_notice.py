@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 from st_session import StreamlitSession  # noqa: E402
 
+from ui.shell import nav  # noqa: E402
 from ui.shell.failover import asked_for_old_session  # noqa: E402
 
 NOTICE = b"Reconnected to another server"
@@ -51,7 +52,8 @@ def test_notice_only_when_the_server_lacks_the_old_session(server):
     asyncio.run(scenario())
 
 
-PAGES = ("", "minilm", "causal", "masks_lab", "pipeline", "modern", "llm", "guided")  # "" = the explorer, the default page
+PAGES = tuple(p.served_at for p in nav.PAGES)  # every registered page; "" = the explorer, the default page
+# a link per page (tests/test_page_registry.py checks that every page of nav.PAGES has one)
 QUERIES = {"": {"text": "the cat sat on the mat", "stage": "weights", "head": "1"},
            "minilm": {"text": "the cat sat", "layer": "2", "head": "3"},
            "causal": {"seq": "5 17 3 9 5 17 3 9", "period": "4", "seq_seed": "7", "checkpoint": "4000"},

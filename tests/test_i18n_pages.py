@@ -12,6 +12,7 @@ import re
 import pytest
 from apptest_utils import charts, new_app
 
+from ui.shell import nav
 from ui.shell.i18n import _
 
 TEXT = "我们今天学习注意力机制\n猫坐在垫子上"
@@ -22,6 +23,8 @@ HAN = re.compile(r"[\u4e00-\u9fff]")
 ALLOWED = ("Hi there", "et al", "Olsson et al", "Elhage et al", "BERT uncased", "Kobayashi et al")
 WIDGETS = ("selectbox", "toggle", "radio", "number_input", "slider", "select_slider", "text_area", "text_input",
            "button", "checkbox", "multiselect")
+# each registered page: the session key of its tabs and the tabs to open (none: the page as it opens); every page of
+# nav.PAGES must be here (tests/test_page_registry.py)
 PAGES = {
     "pages/explorer.py": ("step", []),
     "pages/minilm.py": ("step", []),
@@ -68,7 +71,7 @@ def run_zh(page: str, tab_key: str, tab: str | None):
     return at
 
 
-CASES = [(page, key, tab) for page, (key, tabs) in PAGES.items() for tab in (tabs or [None])]
+CASES = [(p.script, PAGES[p.script][0], tab) for p in nav.PAGES for tab in (PAGES[p.script][1] or [None])]
 
 
 @pytest.mark.parametrize("page, tab_key, tab", CASES, ids=[f"{p.split('/')[-1][:-3]}-{t or 'page'}" for p, _k, t in CASES])

@@ -8,29 +8,35 @@ import pytest
 from apptest_utils import new_app  # noqa: F401
 from test_moved_session_state import errors, moved, open_moved  # noqa: F401  (moved: the fixture)
 from test_page_minilm import needs_minilm
+from ui.shell import nav
 
 
 SHARED = {"text": "my own sentence\nsecond one", "d_model": "32", "n_heads": "4", "padding": "0", "causal": "1",
           "seed": "3", "tokenizer": "word"}
 SIDEBAR = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
-# one rich link per page: every shared setting off its default, and the page's own view parameters
-LINKS = [
-    ("pages/causal.py", {"seq": "5 17 3 9 5 17 3 9", "period": "4", "seq_seed": "7", "checkpoint": "4000",
-                         "temp": "0.5", "top_k": "5", "pred_pos": "6", "sample_seed": "3"}),
-    (None, {"stage": "scores", "head": "2", "scale": "auto", "all": "1", "sentence": "1"}),
-    ("pages/masks_lab.py", {"section": "Two conventions", "head": "3", "sentence": "1"}),
-    ("pages/pipeline.py", {"step": "Concat and W_O"}),
-    ("pages/modern.py", {"section": "Positions", "alibi_head": "5", "query": "1", "key": "0"}),
-    ("pages/guided.py", {"lesson": "2", "step": "3"}),
-]
+# one rich link per registered page (tests/test_page_registry.py checks that every page of nav.PAGES has one): every
+# shared setting off its default, and the page's own view parameters
+LINKS = {
+    "pages/explorer.py": {"stage": "scores", "head": "2", "scale": "auto", "all": "1", "sentence": "1"},
+    "pages/minilm.py": {"layer": "2", "head": "3", "stage": "scores"},
+    "pages/causal.py": {"seq": "5 17 3 9 5 17 3 9", "period": "4", "seq_seed": "7", "checkpoint": "4000",
+                        "temp": "0.5", "top_k": "5", "pred_pos": "6", "sample_seed": "3"},
+    "pages/masks_lab.py": {"section": "Two conventions", "head": "3", "sentence": "1"},
+    "pages/pipeline.py": {"step": "Concat and W_O"},
+    "pages/modern.py": {"section": "Positions", "alibi_head": "5", "query": "1", "key": "0"},
+    "pages/llm.py": {"prompt": "the cat sat on the", "layer": "2", "head": "3", "stage": "scores"},
+    "pages/guided.py": {"lesson": "2", "step": "3"},
+}
+NEEDS = {"pages/minilm.py": [needs_minilm]}  # a page whose model may be missing here is skipped, not dropped
 
 
-@pytest.mark.parametrize("page, own", LINKS, ids=[p.split("/")[1][:-3] if p else "explorer" for p, _q in LINKS])
+@pytest.mark.parametrize("page, own", [pytest.param(p.script, LINKS[p.script], marks=NEEDS.get(p.script, []),
+                                                    id=p.url_path) for p in nav.PAGES])
 def test_moved_session_keeps_every_setting_of_the_link(moved, page, own):
     """Item 2: the sidebar's settings (greyed out on /causal and /modern) and the page's own parameters come back
     from the URL on a moved session's first run; before, the text came back empty, d_model 8 and n_heads 1."""
     query = {**SHARED, **own}
-    at = open_moved(page, **query)
+    at = open_moved(None if page == nav.PAGES[0].script else page, **query)  # None: the default page, at /
     assert not at.exception, errors(at)
     assert any("Reconnected to another server" in m.value for m in at.info)
     got = {key: at.query_params.get(key) for key in query}

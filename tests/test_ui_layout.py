@@ -14,9 +14,10 @@ import networkx as nx
 import pytest
 
 from test_package_layout import imports_of
+from ui.shell import nav
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE_ROOMS = ("ui.explorer", "ui.minilm", "ui.causal", "ui.lessons", "ui.llm", "ui.modern", "ui.guided")
+PAGE_ROOMS = tuple(dict.fromkeys(page.room for page in nav.PAGES))  # from the page registry, in its order
 # Each level may import the levels below it (and its own room), never one above.
 LEVELS = {"transformer_core": 0, "ui.shell": 1, "ui.parts": 2, **{room: 3 for room in PAGE_ROOMS}, "pages": 4}
 MAX_LINES = 350

@@ -11,10 +11,12 @@ from hypothesis import strategies as st
 
 from apptest_utils import new_app
 from test_page_statistics_finite import visible_text
+from ui.shell import nav
 
 SHARED = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
 VIEW = ("stage", "head", "scale", "all", "q", "k", "sentence")
-PAGES = {
+# each registered page's URL parameters (tests/test_page_registry.py checks that every page of nav.PAGES is here)
+PARAMS = {
     "pages/explorer.py": SHARED + VIEW + ("n_kv_heads", "window", "sinks"),
     "pages/minilm.py": SHARED + VIEW + ("layer", "hide"),
     "pages/causal.py": ("seq", "period", "seq_seed", "checkpoint", "causal_mask", "stage", "head", "layer", "q", "k"),
@@ -56,11 +58,11 @@ def check(page: str, query: dict) -> None:
     assert not found, (page, query, text[max(0, found.start() - 80):found.end() + 80])
 
 
-@pytest.mark.parametrize("page", list(PAGES))
+@pytest.mark.parametrize("page", [p.script for p in nav.PAGES])
 def test_random_url_parameters_never_break_a_page(page):
     @settings(max_examples=4, deadline=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(params(PAGES[page]))
+    @given(params(PARAMS[page]))
     def run(query):
         check(page, query)
 

@@ -18,6 +18,7 @@ from transformer_core.text.tokenize import cut_graphemes, normalize_text, visibl
 from .failover import moved_this_run
 from .i18n import N_, _, language, resend_label
 from .markdown import plain
+from .nav import find
 from .url import BOOL_ALIASES
 
 MAX_CHARS = 4000  # text area limit (MiniLM reads up to 512 WordPiece tokens, ~2,500 characters of English)
@@ -40,19 +41,15 @@ DEFAULTS = {
     "seed": 0,
 }
 URL_KEYS = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")
-# Pages on which some sidebar controls do nothing (url_path → the controls that apply, and why the others do not):
-# those are drawn disabled, with the reason, so they cannot rerun the page (their values stay for the other pages).
-APPLIES = {
-    "minilm": ({"text", "padding"}, N_("Greyed out here: MiniLM has its own WordPiece tokenizer, sizes (d_model = 384, "
-                                       "12 heads) and trained weights, and attends in both directions. The sentences "
-                                       "and the padding mask apply.")),
-    "causal": (set(), N_("Greyed out here: this page runs its own token sequence on the trained causal model; the "
-                         "sidebar's settings apply on the other pages.")),
-    "modern": ({"text"}, N_("Greyed out here: the positions tab scores the first sentence with its own head "
-                            "(word-level tokens, d_model = 384); the other tabs bring their own models and inputs.")),
-    "llm": (set(), N_("Greyed out here: SmolLM2 reads its own prompt with its own tokenizer, sizes and trained "
-                      "weights; the sidebar's settings apply on the other pages.")),
-}
+
+
+def applies(page: str) -> tuple[set[str], str]:
+    """The shared controls that do something on the page at ``page`` (its url_path) and, when some do not, why
+    (a message marked with ``N_``): from the page registry, :data:`ui.shell.nav.PAGES`. An unknown page: all."""
+    entry = find(page)
+    if entry is None or entry.sidebar is None:
+        return set(URL_KEYS), ""
+    return set(entry.sidebar), entry.sidebar_note
 
 
 @dataclass(frozen=True)
@@ -215,9 +212,9 @@ def _init_from_url(page: str = "") -> None:
     if moved_this_run():
         from .url import sent_by_browser
 
-        applies = APPLIES.get(page, (set(URL_KEYS), ""))[0]
+        live = applies(page)[0]
         for key, value in values.items():
-            if key not in applies or not sent_by_browser(f"shared_{key}"):
+            if key not in live or not sent_by_browser(f"shared_{key}"):
                 st.session_state[f"shared_{key}"] = value
         st.session_state["_url_read"] = True  # the notes were shown when the link was first opened
         return
@@ -240,12 +237,12 @@ def _fix_heads() -> None:
 def sidebar(page: str = "") -> Settings:
     """Draw the shared controls in the sidebar and keep the URL in step with them.
 
-    ``page``: the page's url_path; controls that do nothing there (:data:`APPLIES`) are drawn disabled with
+    ``page``: the page's url_path; controls that do nothing there (:func:`applies`) are drawn disabled with
     the reason (a disabled widget cannot rerun the page, and keeps its value for the other pages)."""
     _init_from_url(page)
     ss = st.session_state
-    applies, why = APPLIES.get(page, (set(URL_KEYS), ""))
-    off = {key: key not in applies for key in URL_KEYS}
+    live, why = applies(page)
+    off = {key: key not in live for key in URL_KEYS}
     with st.sidebar:
         from .language_widgets import switch
 

@@ -22,6 +22,7 @@ Two Streamlit behaviours shape this module (both checked in Chromium by
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -29,16 +30,66 @@ import streamlit as st
 from .i18n import N_, _
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = (  # (script, title, icon, url_path); the first one is the default page, served at "/"
-    ("pages/explorer.py", N_("Explorer"), ":material/grid_on:", "explorer"),
-    ("pages/minilm.py", N_("Trained model (MiniLM)"), ":material/psychology:", "minilm"),
-    ("pages/causal.py", N_("Trained causal model"), ":material/trending_down:", "causal"),
-    ("pages/masks_lab.py", N_("Masks lab"), ":material/visibility_off:", "masks_lab"),
-    ("pages/pipeline.py", N_("Multi-head pipeline"), ":material/account_tree:", "pipeline"),
-    ("pages/modern.py", N_("Attention since 2017"), ":material/update:", "modern"),
-    ("pages/llm.py", N_("Real LLM (SmolLM2)"), ":material/chat:", "llm"),
-    ("pages/guided.py", N_("Guided lessons"), ":material/school:", "guided"),
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the app: the single place a page is registered.
+
+    The menu, the sidebar's greyed-out controls, the import-direction test's rooms and every test or script that
+    visits each page (Chinese, URL parameters, moved sessions, failover, the layout audit, the docs screenshots)
+    read this list, so a new page added here is one the tests must cover (``tests/test_page_registry.py``).
+
+    ``script``: the page script's path from the repository root. ``title``: the menu title (marked with ``N_``,
+    translated where shown). ``url_path``: its URL (the first page's is an alias: Streamlit serves it at ``/``).
+    ``room``: the ``ui`` package holding the page's own modules (several pages may share one). ``sidebar``: the
+    shared sidebar controls that apply on the page (None: all of them); the others are drawn disabled with
+    ``sidebar_note``, marked with ``N_``, as the reason (a disabled widget cannot rerun the page and keeps its value
+    for the other pages).
+    """
+
+    script: str
+    title: str
+    icon: str
+    url_path: str
+    room: str
+    sidebar: frozenset[str] | None = None
+    sidebar_note: str = ""
+
+    @property
+    def served_at(self) -> str:
+        """The path Streamlit serves the page at, without the slash: ``""`` for the default page."""
+        return "" if self is PAGES[0] else self.url_path
+
+
+PAGES = (  # the first one is the default page, served at "/"
+    Page("pages/explorer.py", N_("Explorer"), ":material/grid_on:", "explorer", "ui.explorer"),
+    Page("pages/minilm.py", N_("Trained model (MiniLM)"), ":material/psychology:", "minilm", "ui.minilm",
+         frozenset({"text", "padding"}),
+         N_("Greyed out here: MiniLM has its own WordPiece tokenizer, sizes (d_model = 384, 12 heads) and trained "
+            "weights, and attends in both directions. The sentences and the padding mask apply.")),
+    Page("pages/causal.py", N_("Trained causal model"), ":material/trending_down:", "causal", "ui.causal",
+         frozenset(),
+         N_("Greyed out here: this page runs its own token sequence on the trained causal model; the sidebar's "
+            "settings apply on the other pages.")),
+    Page("pages/masks_lab.py", N_("Masks lab"), ":material/visibility_off:", "masks_lab", "ui.lessons"),
+    Page("pages/pipeline.py", N_("Multi-head pipeline"), ":material/account_tree:", "pipeline", "ui.lessons"),
+    Page("pages/modern.py", N_("Attention since 2017"), ":material/update:", "modern", "ui.modern",
+         frozenset({"text"}),
+         N_("Greyed out here: the positions tab scores the first sentence with its own head (word-level tokens, "
+            "d_model = 384); the other tabs bring their own models and inputs.")),
+    Page("pages/llm.py", N_("Real LLM (SmolLM2)"), ":material/chat:", "llm", "ui.llm", frozenset(),
+         N_("Greyed out here: SmolLM2 reads its own prompt with its own tokenizer, sizes and trained weights; the "
+            "sidebar's settings apply on the other pages.")),
+    Page("pages/guided.py", N_("Guided lessons"), ":material/school:", "guided", "ui.guided"),
 )
+
+
+def find(url_path: str) -> Page | None:
+    """The registered page whose ``url_path`` this is (the default page also by ``""``), else None."""
+    return next((p for p in PAGES if url_path in (p.url_path, p.served_at)), None)
+
+
 # The default page's url_path only names it internally (Streamlit serves it at "/" and
 # hashes the url_path into the page id); "explorer" belongs to the alias below.
 DEFAULT_PAGE_ID = "home"
@@ -47,8 +98,8 @@ DEFAULT_PAGE_ID = "home"
 _navigated = False
 
 
-def _found() -> list[tuple[str, str, str, str]]:
-    return [p for p in PAGES if (ROOT / p[0]).exists()]
+def _found() -> list[Page]:
+    return [p for p in PAGES if (ROOT / p.script).exists()]
 
 
 def _follow_alias() -> None:
@@ -60,11 +111,12 @@ def _follow_alias() -> None:
 def pages() -> list:
     """``st.Page`` objects for the scripts that exist, then the default page's hidden alias."""
     found = _found()
-    out = [st.Page(script, title=_(title), icon=icon, url_path=DEFAULT_PAGE_ID if i == 0 else url, default=(i == 0))
-           for i, (script, title, icon, url) in enumerate(found)]
+    out = [st.Page(p.script, title=_(p.title), icon=p.icon, url_path=DEFAULT_PAGE_ID if i == 0 else p.url_path,
+                   default=(i == 0)) for i, p in enumerate(found)]
     if found:
-        _script, title, icon, url = found[0]
-        out.append(st.Page(_follow_alias, title=_(title), icon=icon, url_path=url, visibility="hidden"))
+        first = found[0]
+        out.append(st.Page(_follow_alias, title=_(first.title), icon=first.icon, url_path=first.url_path,
+                           visibility="hidden"))
     return out
 
 
@@ -85,7 +137,7 @@ def in_legacy_mode() -> bool:
 def is_alias(page) -> bool:
     """The page ``st.navigation`` returned is the default page's alias (it only redirects)."""
     found = _found()
-    return bool(found) and page.url_path == found[0][3]
+    return bool(found) and page.url_path == found[0].url_path
 
 
 def leave_legacy_mode(rerun: bool) -> None:
