@@ -136,7 +136,7 @@ AUDITED = [
     ("masks_lab", "Keys vs queries", 24, "zh"), ("masks_lab", "Sliding window", 24, "en"),
     ("causal", "default", 48, "zh"), ("minilm", "rollout", 512, "en"), ("minilm", "default", 128, "zh"),
     ("minilm", "flow", 16, "en"), ("llm", "default", 128, "en"), ("llm", "default", 128, "zh"),
-    ("modern", "Positions", 16, "en"), ("modern", "Long inputs", None, "zh"),
+    ("modern", "Positions", 16, "en"), ("modern", "Long inputs", None, "zh"), ("guided", "lesson 1", 12, "zh"),
 ]
 
 
