@@ -228,6 +228,14 @@ def cached_reference(model: nn.Module, key, make: Callable[[], ReferenceMeans]) 
     return found
 
 
+def has_reference(model: nn.Module, key) -> bool:
+    """Whether :func:`cached_reference` holds ``(model, key)``'s means now (it would not run ``make``)."""
+    with _REFERENCES_LOCK:
+        _REFERENCES.expire()
+        entry = _REFERENCES.get((id(model), key))
+    return entry is not None and entry[0]() is model
+
+
 def expire_references() -> dict:
     """Drop the expired reference means now (an idle server's sweeper calls it); returns ``{"entries", "bytes",
     "budget"}`` after."""

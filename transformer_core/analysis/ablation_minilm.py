@@ -197,6 +197,16 @@ def minilm_reference(sentences=REFERENCE_SENTENCES, *, model=None) -> ReferenceM
     return cached_reference(model, ("minilm", sentences), make)
 
 
+def reference_is_cached(sentences, *, model=None) -> bool:
+    """Whether :func:`minilm_reference` of ``sentences`` would come from its cache now (no MiniLM run)."""
+    from .ablation import has_reference
+
+    sentences = tuple(line.strip() for line in sentence_list(sentences) if line.strip())
+    if model is None:
+        model, _ = load_minilm()
+    return has_reference(model, ("minilm", sentences))
+
+
 def _reference(mode: str, reference, model) -> ReferenceMeans | None:
     return minilm_reference(REFERENCE_SENTENCES if reference is None else reference, model=model) \
         if mode == "mean" else None

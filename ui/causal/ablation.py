@@ -2,7 +2,6 @@
 beside intact (a few floats per checkpoint, kept for the process)."""
 from __future__ import annotations
 
-
 import pandas as pd
 import streamlit as st
 
@@ -12,11 +11,11 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import MODE_NAMES, controls, file_stem
-from ..shell import fragments
+from ..shell import cache, fragments, long_actions
+from ..shell.cache import memo
 from ..shell.chart import Spec, chart, spec
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _, language
-
 
 # ------------------------------------------------------------------ causal model
 
@@ -32,13 +31,33 @@ def _measure(step: int, heads: tuple, mode: str, ref_seed: int | None = None) ->
     return measure(load_causal_model(step), heads, mode="zero" if not heads else mode, reference=reference)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _causal_curve(heads: tuple, mode: str, ref_seed: int | None = None) -> dict:
-    """Intact and ablated per checkpoint: one cache hit per run rather than two per checkpoint."""
+@memo("fixed", key=lambda heads, mode, ref_seed=None, progress=None: (heads, mode, ref_seed))
+def _causal_curve(heads: tuple, mode: str, ref_seed: int | None = None, progress=None) -> dict:
+    """Intact and ablated per checkpoint: one cache hit per run rather than two per checkpoint (a few floats per
+    checkpoint, kept an hour). ``progress(done, total)`` after each checkpoint."""
     from .compute import log
 
-    steps = log()["checkpoint_steps"]
-    return {"steps": steps, "rows": {s: (_measure(s, (), "zero"), _measure(s, heads, mode, ref_seed)) for s in steps}}
+    steps, rows = log()["checkpoint_steps"], {}
+    for i, s in enumerate(steps):
+        rows[s] = (_measure(s, (), "zero"), _measure(s, heads, mode, ref_seed))
+        if progress:
+            progress(i + 1, len(steps))
+    return {"steps": steps, "rows": rows}
+
+
+def _curve_in_turn(heads: tuple, mode: str, ref_seed: int | None) -> dict:
+    """:func:`_causal_curve`, at once when cached; else in a turn among the server's long computations
+    (:mod:`ui.shell.long_actions`; 1-4 s of a core, not counted), with a progress bar over the checkpoints."""
+    if cache.cached(_causal_curve, heads, mode, ref_seed):
+        return _causal_curve(heads, mode, ref_seed)
+    note = st.empty()
+    with long_actions.turn(note, counted=False):
+        bar = note.progress(0.0, text=_("Measuring every checkpoint …"))
+        text = _("{done} of {total} checkpoints measured")
+        curve = _causal_curve(heads, mode, ref_seed, progress=lambda done, total: bar.progress(
+            done / total, text=text.format(done=done, total=total)))
+    note.empty()
+    return curve
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
@@ -85,8 +104,10 @@ def causal_section(step: int, n_layers: int = 2, n_heads: int = 4) -> None:
         st.caption(_("Pick heads above to ablate them."))
         return
     text = format_heads(heads)
-    with st.spinner(_("Measuring every checkpoint …")):
-        curve = _causal_curve(heads, mode, ref_seed)
+    try:
+        curve = _curve_in_turn(heads, mode, ref_seed)
+    except long_actions.Refused:  # the note says the server is busy
+        return
     steps, rows = curve["steps"], curve["rows"]
     intact, ablated = rows[step]
     fmt = st.session_state.get("shared_image_format", "png")

@@ -18,6 +18,7 @@ from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import bind_heads, head_names
 from ..parts.numbers import number
+from ..shell import cache, long_actions
 from ..shell.chart import chart
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
@@ -92,19 +93,29 @@ def section() -> None:
 def _rank(mode: str, reference: str) -> None:
     ss = st.session_state
     key = (mode, reference)
+    ready = cache.cached(compute.ranked, mode, reference)  # another student's ranking: served free, not counted
     if st.button(_("Rank the heads: ablate each of the 270 alone"), key="llm_rank_button", icon=":material/sort:"):
-        bar = st.progress(0.0, text=_("Ablating the heads of layer 0 …"))
-        passes = _("{done} of {total} layers done (one batched pass per layer's 9 heads)")
+        note = st.empty()
+        try:
+            if ready:
+                ss["llm_rank"] = (key, compute.ranked(mode, reference))
+            else:
+                with long_actions.turn(note):
+                    passes = _("{done} of {total} layers done (one batched pass per layer's 9 heads)")
+                    bar = note.progress(0.0, text=_("Ablating the heads of layer 0 …"))
 
-        def progress(done: int, total: int) -> None:
-            bar.progress(done / total, text=passes.format(done=done, total=total))
+                    def progress(done: int, total: int) -> None:
+                        bar.progress(done / total, text=passes.format(done=done, total=total))
 
-        ss["llm_rank"] = (key, compute.ranked(mode, reference, progress=progress))
-        bar.empty()
+                    ss["llm_rank"] = (key, compute.ranked(mode, reference, progress=progress))
+                note.empty()
+        except long_actions.Refused:
+            pass  # the note says why and when
     if ss.get("llm_rank", (None,))[0] != key:
-        st.caption(_("**Rank the heads** ablates each head alone and sorts them by how much p(“Mary”) falls: 30 "
-                     "batched passes, each from the ablated layer on, about 10 s of the server's time the first time; "
-                     "then it is kept an hour for everyone."))
+        what = _("**Rank the heads** ablates each head alone and sorts them by how much p(“Mary”) falls: 30 batched "
+                 "passes, each from the ablated layer on.")
+        st.caption(what + " " + (_("Already computed on this server: shown at once, not counted.") if ready else
+                                 long_actions.cost_note(_("about 10"))))
         return
     result = ss["llm_rank"][1]
     fmt = ss.get("shared_image_format", "png")

@@ -8,6 +8,8 @@ may be ``none``) and ``corrupt=`` (the corrupted prompt).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import streamlit as st
 
@@ -15,6 +17,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.figures.writes import dla_figure, lens_figure, patching_figure
 
 from ..parts.numbers import number
+from ..shell import cache, long_actions
 from ..shell.cache import per_trace
 from ..shell.chart import chart, spec
 from ..shell.i18n import _
@@ -142,18 +145,26 @@ def _patching(prompt: str, summary: dict, target: int, contrast: int | None, nam
     if st.query_params.get("corrupt") != corrupt:
         st.query_params["corrupt"] = corrupt
     key = (prompt, corrupt, target, contrast)
+    ready = cache.cached(compute.patched, prompt, corrupt, target, contrast)  # free, not counted
     if st.button(_("Patch every head and every position"), key="llm_patch_button", icon=":material/healing:",
                  help=_("60 batched passes of SmolLM2: about 20 s of the server's time at 14 tokens.")):
-        bar = st.progress(0.0, text=_("Patching …"))
+        note = st.empty()
         try:
-            ss["llm_patch"] = (key, compute.patched(prompt, corrupt, target, contrast, progress=lambda done, total:
-                                                    bar.progress(done / total, text=_("{done} of {total} passes").format(
-                                                        done=done, total=total))))
+            with contextlib.nullcontext() if ready else long_actions.turn(note):
+                bar = note.progress(0.0, text=_("Patching …"))
+                ss["llm_patch"] = (key, compute.patched(prompt, corrupt, target, contrast, progress=lambda done, total:
+                                                        bar.progress(done / total, text=_("{done} of {total} passes")
+                                                                     .format(done=done, total=total))))
+            note.empty()
         except ValueError as err:
+            note.empty()
             ss["llm_patch"] = (key, {"error": str(err)})
-        bar.empty()
+        except long_actions.Refused:
+            pass  # the note says why and when
     if ss.get("llm_patch", (None,))[0] != key:
-        st.caption(_("Press the button to patch (on request: it runs the model 60 times in batches)."))
+        st.caption(_("Press the button to patch (on request: it runs the model 60 times in batches).") + " " + (
+            _("Already computed on this server: shown at once, not counted.") if ready else
+            long_actions.cost_note(_("about 20 (14 tokens)"))))
         return
     out = ss["llm_patch"][1]
     if "error" in out:

@@ -18,14 +18,13 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import MODE_NAMES, controls, file_stem
+from ..shell import cache, heavy, long_actions
+from ..shell.cache import memo
 from ..shell.chart import chart
 from ..shell.downloads import download_button
-from ..shell.cache import memo
 from ..shell.i18n import _
-from ..shell import heavy
 from ..shell.url import bind_url
 from . import compute
-
 
 # ------------------------------------------------------------------ MiniLM
 
@@ -78,6 +77,23 @@ def _ranked(sentences: tuple[str, ...], padding: bool, mode: str, reference: tup
                       reference=reference)
 
 
+REFERENCE_LONG_TOKENS = 512  # a pasted reference set above this many tokens is a long action (0.6-1.8 s of a core)
+
+
+def _effects_in_turn(sentences, padding, heads, mode, batch, layer, reference):
+    """:func:`_effects`, as a long action (:mod:`ui.shell.long_actions`) when it must compute the means of a pasted
+    reference set of more than :data:`REFERENCE_LONG_TOKENS` tokens; otherwise at once."""
+    from transformer_core.analysis.ablation_minilm import reference_is_cached
+
+    args = (sentences, padding, heads, mode, batch, layer, reference)
+    if (reference is None or cache.cached(_effects, *args) or _fit("\n".join(reference)).tokens
+            <= REFERENCE_LONG_TOKENS or reference_is_cached(reference)):
+        return _effects(*args)
+    with long_actions.turn(), st.spinner(_("Computing the reference set's mean contexts ({n} tokens) …").format(
+            n=f"{_fit(chr(10).join(reference)).tokens:,}"), show_time=True):
+        return _effects(*args)
+
+
 def reference_control(mode: str) -> tuple[str, ...] | None:
     """The mean ablation's reference set (``"mean"`` mode): shown, and editable one sentence a line; None = the
     default set :data:`~transformer_core.analysis.ablation_minilm.REFERENCE_SENTENCES`."""
@@ -100,6 +116,9 @@ def reference_control(mode: str) -> tuple[str, ...] | None:
                             "over all their tokens. Empty = the default set."))
         if not lines:
             st.caption(_("No sentence: the default set {name} is used.").format(name=REFERENCE_NAME))
+        elif custom and fit.tokens > REFERENCE_LONG_TOKENS:
+            st.caption(_("These {n} tokens' mean contexts are computed once, then kept a minute.").format(
+                n=f"{fit.tokens:,}") + " " + long_actions.cost_note(_("up to 2")))
     if fit.cut_by is not None:  # said outside the box too: the student may not have it open
         st.info(cut_note(fit), icon=":material/content_cut:")
     return lines if custom else None
@@ -116,8 +135,7 @@ def _fit(text: str):
 def cut_note(fit) -> str:
     """The page's note for a reference set cut to its budget (:func:`~transformer_core.analysis.ablation_minilm.
     fit_reference`), in the page's language."""
-    from transformer_core.analysis.ablation_minilm import (REFERENCE_MAX_BYTES, REFERENCE_MAX_LINES,
-                                                           REFERENCE_MAX_TOKENS)
+    from transformer_core.analysis.ablation_minilm import REFERENCE_MAX_BYTES, REFERENCE_MAX_LINES, REFERENCE_MAX_TOKENS
 
     return _("Reference set cut to its first {kept} of {given} sentences: a reference set may hold at most {lines} "
              "sentences, {tokens} tokens and {kb} kB of text, so that its mean fits in the server's memory.").format(
@@ -142,7 +160,11 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
         first = heads[0][0]
         later = list(range(first, n_layers))
         compared = bind_url("minilm_ablate_layer", "ablate_layer", later, min(first + 1, n_layers - 1))
-        out = _effects(sentences, padding, heads, mode, batch, compared, reference)
+        try:
+            out = _effects_in_turn(sentences, padding, heads, mode, batch, compared, reference)
+        except long_actions.Refused:  # the note says why and when; the ranking below stays available
+            _rank(sentences, padding, batch, mode, fmt, reference)
+            return
         text = format_heads(heads)
         cos = float(out["cosine"][batch])
         said = (_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
@@ -198,24 +220,36 @@ def _downloads(out: dict, text: str, mode: str, labels, stem: str) -> None:
 def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
     ss = st.session_state
     key = (sentences, padding, mode, reference)
+    ready = cache.cached(_ranked, sentences, padding, mode, reference)  # computed for anyone: free, not counted
     if st.button(_("Rank the heads: ablate each of the 72 alone"), key="minilm_rank_button", icon=":material/sort:"):
-        bar = st.progress(0.0, text=_("Ablating the heads of layer 0 …"))
-        passes = _("{done} of {total} passes (one per layer's heads) done")
-
-        def progress(done: int, total: int) -> None:
-            bar.progress(done / total, text=passes.format(done=done, total=total))
-
         kept = {k: v for k, v in ss.get("minilm_rank", {}).items() if k[:2] == key[:2]} if isinstance(
             ss.get("minilm_rank"), dict) else {}  # rankings of other sentences are dropped
-        kept[key] = _ranked(sentences, padding, mode, reference, progress=progress)["cosine"]
-        ss["minilm_rank"] = kept
-        bar.empty()
+        note = st.empty()
+        try:
+            if ready:
+                kept[key] = _ranked(sentences, padding, mode, reference)["cosine"]
+            else:
+                with long_actions.turn(note):
+                    bar = note.progress(0.0, text=_("Ablating the heads of layer 0 …"))
+                    passes = _("{done} of {total} passes (one per layer's heads) done")
+
+                    def progress(done: int, total: int) -> None:
+                        bar.progress(done / total, text=passes.format(done=done, total=total))
+
+                    kept[key] = _ranked(sentences, padding, mode, reference, progress=progress)["cosine"]
+                note.empty()
+            ss["minilm_rank"] = kept
+        except long_actions.Refused:
+            pass  # the note says why and when
     # every ranking of these sentences is kept in the session, keyed by its inputs (mode, reference set): a rerun
     # or a switch of the mode and back shows it again without the seconds of work (issue 34)
     ranks = ss.get("minilm_rank") if isinstance(ss.get("minilm_rank"), dict) else {}
     if key not in ranks:
-        st.caption(_("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time: a few seconds) "
-                     "and sorts them by how far the embedding moves."))
+        what = _("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time) and sorts them "
+                 "by how far the embedding moves.")
+        st.caption(what + " " + (_("Already computed on this server: shown at once, not counted.") if ready else
+                                 long_actions.cost_note(_("from under 1 (one short sentence) to about 10 (6 sentences "
+                                                          "of 64 tokens)"))))
         return
     cosine = ranks[key]
     chart(figs.rank_figure(cosine, batch), key="minilm_rank_chart",

@@ -3,6 +3,8 @@ cache tab (step by step on the trained causal model or SmolLM2: rows growing, on
 recomputed logits)."""
 from __future__ import annotations
 
+import contextlib
+
 import pandas as pd
 import streamlit as st
 
@@ -13,8 +15,8 @@ from transformer_core.models.causal import CausalUnavailable
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 
 from ..parts.numbers import number
+from ..shell import cache, long_actions, url
 from ..shell.chart import chart
-from ..shell import url
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from . import compute
@@ -66,11 +68,16 @@ def draw_cache() -> None:
     c1, c2 = st.columns([1, 2])
     model = c1.radio(_("Model"), tuple(MODELS), key="modern_model", format_func={m: _(t) for m, t in MODELS.items()}.get)
     step = c2.select_slider(_("Generation step"), range(1, compute.N_NEW + 1), key="modern_step")
+    # SmolLM2's first generation here is seconds of a core: a long action, unless it is cached (kept an hour)
+    long = model != "causal" and not cache.cached(compute.cache_steps, model)
     try:
-        with st.spinner(_("Generating 32 tokens with a cache and checking each step…")):
+        with (long_actions.turn() if long else contextlib.nullcontext(),
+              st.spinner(_("Generating 32 tokens with a cache and checking each step…"), show_time=long)):
             data = compute.cache_steps(model)
     except (CausalUnavailable, SmolLM2Unavailable) as err:
         st.warning(_("This model cannot be loaded: {error}").format(error=plain(str(err))), icon=":material/warning:")
+        return
+    except long_actions.Refused:  # the note says why and when
         return
     i = step - 1
     rows, shape = data["rows"][i], data["query_shape"][i]
@@ -112,14 +119,21 @@ def timings(model: str) -> dict | None:
     (milliseconds), on request for SmolLM2 (without the cache each of its 32 steps reruns the whole sequence: seconds
     of a core). ``None`` until measured."""
     ss = st.session_state
-    if model != "causal" and not ss.get(f"modern_timed_{model}"):
+    ready = model == "causal" or cache.cached(compute.token_times, model)  # measured already: free, not counted
+    if not ready and not ss.get(f"modern_timed_{model}"):
         st.button(_("Time 32 tokens with and without the cache"), key=f"modern_time_{model}",
                   on_click=ss.__setitem__, args=(f"modern_timed_{model}", True),
                   help=_("Generates the 32 tokens twice on this server, once recomputing every earlier token at each "
-                         "step: several seconds of a core."))
+                         "step."))
+        st.caption(long_actions.cost_note(_("about 10")))
         return None
-    with st.spinner(_("Timing 32 tokens with and without the cache…")):
-        timed = compute.token_times(model)
+    try:
+        with (contextlib.nullcontext() if ready else long_actions.turn(),
+              st.spinner(_("Timing 32 tokens with and without the cache…"), show_time=not ready)):
+            timed = compute.token_times(model)
+    except long_actions.Refused:  # the note says why and when; the button comes back
+        ss[f"modern_timed_{model}"] = False
+        return None
     st.caption(_("Measured on this server when first asked for, {n} greedy tokens: **{cached} ms** a token "
                  "with the cache, **{full} ms** recomputing every earlier token each time ({ratio}× as long). Same "
                  "tokens both ways: {same}.").format(

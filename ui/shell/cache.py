@@ -165,9 +165,22 @@ def memo(name: str, key: Callable = cachetools.keys.hashkey) -> Callable:
         # the key names the function too, so functions sharing a budget never collide
         cached = cachetools.cached(cache, key=lambda *a, **k: (func.__qualname__, key(*a, **k)),
                                    lock=cond, condition=cond)(compute)
+        cached.is_cached = lambda *a, **k: _holds(cache, cond, cached.cache_key(*a, **k))
         return cached
 
     return decorator
+
+
+def _holds(cache: cachetools.TTLCache, cond: threading.Condition, key) -> bool:
+    with cond:
+        return key in cache  # a TTLCache does not hold an expired entry
+
+
+def cached(func: Callable, *args, **kwargs) -> bool:
+    """Whether ``func(*args, **kwargs)`` (a :func:`memo` function) would be served from its cache now, without
+    computing (a long action asks before it takes a turn: what is cached costs nothing and is not counted)."""
+    is_cached = getattr(func, "is_cached", None)  # a plain function (a test's stand-in) is never cached
+    return bool(is_cached and is_cached(*args, **kwargs))
 
 
 def figure_nbytes(fig) -> int:
