@@ -7,7 +7,7 @@ from apptest_utils import figures, focus, heatmap_z, new_app, tiles
 
 from transformer_core.models import causal
 from transformer_core.models.causal import run_causal
-from ui.causal.compute import generate
+from transformer_core.analysis.causal_sequence import repeated_sequence as generate
 
 
 def _open(**query):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from transformer_core.analysis.causal_sequence import sequence_scores
 from transformer_core.analysis.head_types import SCORES, SOURCES, head_types
 from transformer_core.figures.moves import score_overlay
 from transformer_core.figures.overview import mark_ablated, overview_figure
@@ -15,7 +16,6 @@ from ..parts.moves_panels import norms_panel
 from ..shell.cache import per_trace
 from ..shell.chart import spec
 from ..shell.i18n import N_, _
-from .compute import sequence_scores
 
 
 PERIOD_SOURCES = {  # the page's own scores (the "Head scores" table's): which definition they follow
@@ -26,9 +26,10 @@ PERIOD_SOURCES = {  # the page's own scores (the "Head scores" table's): which d
 
 def causal_overview(fig, trace: Trace, period: int | None, color: str) -> tuple:
     """The causal page's overview faded by ``color``, and the caption to show under its controls (or None).
-    Previous-token and induction are the page's own scores (:func:`ui.causal.compute.sequence_scores`: key = query − 1,
-    key = query − period + 1); the others are :mod:`~transformer_core.analysis.head_types`'s (TransformerLens's
-    duplicate-token pattern, self, broadness). Draws nothing itself, so the figure can be cached."""
+    Previous-token and induction are the page's own scores
+    (:func:`~transformer_core.analysis.causal_sequence.sequence_scores`: key = query − 1, key = query − period + 1);
+    the others are :mod:`~transformer_core.analysis.head_types`'s (TransformerLens's duplicate-token pattern, self,
+    broadness). Draws nothing itself, so the figure can be cached."""
     if color == "none":
         return fig, None
     if color in ("previous_token", "induction"):

@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core.analysis import lessons
-from transformer_core.nn import masks
+from transformer_core.analysis import masks_lab
 
 from ..parts.numbers import number
 from ..parts.window_mask import convention
@@ -18,7 +17,7 @@ from ..shell.i18n import _
 from ..shell.lazy import lazy_expander
 from ..shell.url import bind_url
 from . import lesson_figures as L
-from .compute import _lab_inputs
+from .compute import lab_trace
 
 MAX_SINKS = 4
 
@@ -27,13 +26,8 @@ MAX_SINKS = 4
 def window_lab(settings: Settings, batch: int, head: int, window: int, sinks: int) -> dict:
     """``{"mask", "masked", "weights", "first", "first_no_sinks"}`` for one sentence and head: the window mask
     ``[query_pos, key_pos]`` (True = may attend), masked scores and weights, and each query's weight on the first key
-    with these sinks and with none."""
-    _trace, n, scores, _keys = _lab_inputs(settings, batch, head)
-    mask = masks.sliding_window_mask(n, window=window, sinks=sinks)
-    masked, weights = lessons.masked_stages(scores, mask)
-    _m, bare = lessons.masked_stages(scores, masks.sliding_window_mask(n, window=window))
-    return {"mask": mask.numpy().copy(), "masked": masked.numpy(), "weights": weights.numpy(),
-            "first": weights[:, 0].numpy(), "first_no_sinks": bare[:, 0].numpy()}
+    with these sinks and with none (:func:`~transformer_core.analysis.masks_lab.window`)."""
+    return masks_lab.window(lab_trace(settings), batch, head, window, sinks)
 
 
 def show(settings: Settings, batch: int, head: int, tokens, rows: list[str]) -> None:
