@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from browser_utils import ARTIFACTS, chromium_missing, streamlit_server
+
 from ui.shell import nav
 
 _missing = chromium_missing()

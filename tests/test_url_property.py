@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from apptest_utils import new_app
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from apptest_utils import new_app
 from test_page_statistics_finite import visible_text
+
 from ui.shell import nav
 
 SHARED = ("text", "tokenizer", "d_model", "n_heads", "causal", "padding", "seed")

@@ -21,8 +21,8 @@ from transformer_core.records.trace import Trace
 from ..shell.cache import memo
 from ..shell.chart import Spec, spec
 
-__all__ = ["generate", "detect_period", "sequence_scores", "loss_summary", "future_share", "regenerate", "next_seed",
-           "log", "causal_trace", "loss_curve", "causal_with_norms", "VOCAB", "MAX_TOKENS"]
+__all__ = ["MAX_TOKENS", "VOCAB", "causal_trace", "causal_with_norms", "detect_period", "future_share", "generate",
+           "log", "loss_curve", "loss_summary", "next_seed", "regenerate", "sequence_scores"]
 VOCAB = CAUSAL_CONFIG.vocab_size
 MAX_TOKENS = CAUSAL_CONFIG.max_positions
 

@@ -17,7 +17,6 @@ from ..shell.cache import per_trace
 from ..shell.chart import spec
 from ..shell.i18n import N_, _
 
-
 PERIOD_SOURCES = {  # the page's own scores (the "Head scores" table's): which definition they follow
     "previous_token": N_("mean weight on key = query − 1, over the queries that have one"),
     "induction": N_("period diagonal: mean weight on key = query − period + 1 over the second period's queries"),
