@@ -11,6 +11,9 @@ from ui.shell.i18n import _
 
 # this run's language (?lang=, the sidebar switch, or the browser's): the menu and every page follow it
 st.set_page_config(page_title=_("Attention Explorer"), page_icon="🔍", layout="wide")
+# Streamlit leaves 6rem above a page's title; 3.5rem still clears its 60-px header and gives every page's first screen
+# 40 px more (the explorer's focused head ends above a 720-px screen's edge with its caption). A style takes no room.
+st.html("<style>[data-testid='stMainBlockContainer']{padding-top:3.5rem}</style>")
 if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/shell/nav.py)
     nav.leave_legacy_mode(rerun=True)
 page = nav.navigation()

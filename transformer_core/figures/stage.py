@@ -15,6 +15,7 @@ screen. Conventions (plotly.py #4215: categorical axes merge repeated labels):
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -23,6 +24,7 @@ from ..records.trace import PATTERN_STAGES, Trace
 from ..text.i18n import N_, _
 from .cells import add_cell_markers, blank_overlays
 from .files import chart_config, figure_filename  # noqa: F401  (re-exported: pages import them from here)
+from .focus_layout import FOCUS_WIDTH_PX, caption_height, fit_height, title_and_caption  # noqa: F401  (re-exported)
 from .text_size import display_width, text_px, wrap
 from .ticks import MAX_TICKS, fitted_positions, labelled_every, tick_positions  # noqa: F401  (re-exported)
 
@@ -43,7 +45,6 @@ EMPTY_ROW_MARK = "⊘"
 TICK_CHARS = 12  # longer tokens are cut with "…" in tick labels (plotly.js #2985: a long label squeezes the plot)
 GAP_MAX_CELLS = 8  # 1-px gaps only while cells are ≥ ~40 px, so gaps stay under ~5 % of a figure (plotly.py #746)
 CELL_MARKERS_MAX = 32  # tokens up to which the focused heatmap carries a click marker per cell
-FOCUS_WIDTH_PX = 520  # the width a focused heatmap is drawn at on a 1280-px screen (for tick angle and gaps)
 WIDE_TOKENS = 24  # above this, the app draws the focused heatmap across the whole column (wide_height)
 CELL_OUTLINE = "#ff2b2b"  # the chosen cell's frame (red: seen on Viridis and on RdBu)
 # Selection marks (the explained cell's frame, the focused tile's frame) are drawn in this colour, fully transparent:
@@ -243,12 +244,14 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         # alone, chart_config) sits in the top-right corner above the colour bar, where it covers no label
         meta=meta or {}, height=size, plot_bgcolor="#ffffff", font=dict(family=FONT),
         margin=dict(l=left, r=10, t=(longest * 7 + 8 if angle else 18) + 34, b=10),  # 34: axis title + its gap
-        xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks],
+        # explicit ranges: the cells' transparent click markers would otherwise pad the autorange (~5 % of the
+        # plot on each side, a blank band between the labels and the first row)
+        xaxis=dict(type="category", tickmode="array", tickvals=[xs[i] for i in xticks], range=[-0.5, n_cols - 0.5],
                    ticktext=[col_ticks[i] for i in xticks], side="top", title=dict(text=col_title, standoff=TITLE_STANDOFF),
                    tickangle=angle, showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=False,
                    tickfont=dict(size=x_font)),
         yaxis=dict(type="category", tickmode="array", tickvals=[ys[i] for i in yticks],
-                   ticktext=[ticks_y[i] for i in yticks], autorange="reversed",
+                   ticktext=[ticks_y[i] for i in yticks], range=[n_rows - 0.5, -0.5],  # row 0 on top
                    title=dict(text=row_title, standoff=TITLE_STANDOFF),
                    showgrid=False, zeroline=False, ticklabeloverflow="allow", automargin=False,
                    tickfont=dict(size=y_font)),
@@ -257,29 +260,6 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         layout["yaxis"].update(scaleanchor="x", scaleratio=1, constrain="domain")
         layout["xaxis"].update(constrain="domain")
     return go.Figure(data=traces, layout=layout)
-
-
-def title_and_caption(fig: go.Figure, caption: str, lines: list[str], width_px: int = FOCUS_WIDTH_PX) -> go.Figure:
-    """The slide layout on screen: ``caption`` (plain text) as the figure's title above its key labels (14 px), and
-    ``lines`` (plain text: the colour range, the sentence and settings; 11 px) under the plot, wrapped to the figure.
-    The title costs the plot one line of height above the fold at 1280×720; the figure grows by what is added, so the
-    plot keeps its size. The chart camera saves it as drawn (:func:`chart_config`)."""
-    width = min(width_px, 476)  # the focused column at 1280 px
-    top = [html.escape(p) for p in wrap(html.unescape(caption), 14, width - 110, em=0.56)]
-    below = [html.escape(p) for line in lines if line for p in wrap(line, 11, width - 20, em=0.52)]
-    top_px = int(14 * 1.3 * len(top) + 6)
-    fig.add_annotation(text="<br>".join(top), xref="paper", yref="paper", x=0.5, y=1, xanchor="center",
-                       yanchor="bottom", yshift=(fig.layout.margin.t or 0) - 2, showarrow=False, font=dict(size=14),
-                       name="title")
-    below_px = int(11 * 1.3 * len(below) + 24)
-    fig.update_layout(  # as heatmap()'s caption, under the plot, in a bottom margin made for it
-        title=dict(text="<br>".join(f"<span style='font-weight:normal'>{p}</span>" for p in below),
-                   font=dict(size=11, color="#444"), x=0, xanchor="left", yref="paper", y=0, yanchor="top",
-                   automargin=False, pad=dict(t=16)),  # its box reaches ~10 px above its pad: clear of the last row
-        margin=dict(t=(fig.layout.margin.t or 0) + top_px, b=below_px),
-        # 50: the bottom margin the old caption took; 8 px less plot keeps the default text's cells above the fold
-        height=(fig.layout.height or 430) + top_px + below_px - 58)
-    return fig
 
 
 def outline_cell(fig: go.Figure, query: int, key: int) -> go.Figure:
@@ -312,7 +292,8 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                  zrange: tuple[float, float] | None = None, hide_keys: np.ndarray | None = None,
                  show_scale: bool = True, fixed: bool = False, title: str | None = None,
                  height: int | None = None, row_scale: bool = False, cell: tuple[int, int] | None = None,
-                 width_px: int = FOCUS_WIDTH_PX, square: bool = False, source: list[str] | None = None) -> go.Figure:
+                 width_px: int = FOCUS_WIDTH_PX, square: bool = False, source: list[str] | None = None,
+                 fit: int | None = None) -> go.Figure:
     """The heatmap of one stage, one head, one sentence.
 
     ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
@@ -322,7 +303,9 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     its own largest weight (:func:`row_scaled`; the hover keeps the weight). ``cell = (query, key)``:
     that cell is framed (:func:`outline_cell`). ``width_px`` and ``square``: as :func:`heatmap`. ``source``
     (plain lines: the sentence and settings): the caption becomes a title above the plot, and the colour range
-    and these lines go under it (:func:`title_and_caption`, the slide layout on screen).
+    and these lines go under it (:func:`title_and_caption`, the slide layout on screen). ``fit`` (px, with
+    ``source`` and ``square``): the whole figure's height, when every row keeps its label (:func:`fit_height`);
+    else ``height`` as usual.
 
     Raises:
         KeyError: unknown stage.
@@ -339,6 +322,9 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     row_scale = row_scale and stage in ("weights", "dropped_weights")
     note = _("each query row coloured from 0 to its own largest weight") if row_scale else range_note(stage, zrange, fixed)
     below = f"{caption}<br><span style='font-size:11px'>{note}</span>"  # a caption under the plot, or a header
+    fit = fit if source is not None and square and stage in PATTERN_STAGES else None
+    if fit:  # heatmap() thins its labels for a plot ``height`` - 70 - its key labels tall: the one ``fit`` leaves
+        height = fit - caption_height(caption, [note] + list(source), width_px) + 70
     common = dict(zrange=(0.0, 1.0) if row_scale else zrange, colorscale=colorscale, meta=meta, show_scale=show_scale,
                   height=height, title="" if source is not None else below,
                   scale_title=_("÷ row max") if row_scale else _(STAGE_SHORT.get(stage, stage)), row_ticks=ticks,
@@ -372,4 +358,9 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
         fig = heatmap(data, rows, cols, row_title=_("position"), col_title=_("dimension"), **common)
     if source is not None:
         title_and_caption(fig, caption, [note] + list(source), width_px)
+        # rows too small for every label (1.4 × the tick font, as ticks.fitted_positions): the usual height
+        if fit and not fit_height(fig, fit, width_px, len(tokens), math.ceil(1.4 * _tick_font(len(tokens)))):
+            return stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange, hide_keys=hide_keys,
+                                show_scale=show_scale, fixed=fixed, title=title, row_scale=row_scale, cell=cell,
+                                width_px=width_px, square=square, source=source)
     return fig

@@ -31,6 +31,7 @@ STAGES = ("q", "k", "v", "scores", "masked_scores", "weights", "context")
 STAGE_LABELS = {"q": "Q", "k": "K", "v": "V", "scores": N_("scores"), "masked_scores": N_("masked"),
                 "weights": N_("weights"), "context": N_("context"), "norms": N_("norms")}
 
+FIT_PX = 422  # a focused head beside the tiles: from ~296 px (under the explorer's pickers) to a 720-px screen's edge
 SCALES = {"auto": N_("0 – max"), "fixed": N_("0 – 1"), "row": N_("each row")}  # ?scale=: the weights' colour range
 
 
@@ -225,7 +226,10 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
         kv = trace_kv_heads(trace.settings, data.shape[1])  # shared key/value heads: named, as on the tiles
         title = title_prefix + (_("head {head} · KV {kv} · {name}").format(head=head, kv=kv[head], name=name) if kv
                                 else _("head {head} · {name}").format(head=head, name=name))
-        size = dict(height=figures.wide_height(n), width_px=700) if wide else {}
+        # beside the tiles, the whole figure (title, labels, plot, caption) is FIT_PX tall when its rows keep their
+        # labels: from under the explorer's pickers it ends above a 720-px screen's edge (at 430 px plus its title and
+        # caption, a 4-token sentence's last row was cut in half there and the default's caption was below the fold)
+        size = dict(height=figures.wide_height(n), width_px=700) if wide else dict(fit=FIT_PX)
         square = stage in PATTERN_STAGES
         fig = cache.per_trace(trace, ("focus", stage, batch, head, layer, zrange, hidden, scale, title, cell, wide),
                               lambda: figures.stage_figure(trace, stage, batch=batch, head=head, layer=layer,
