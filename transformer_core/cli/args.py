@@ -46,6 +46,18 @@ class UsageError(ValueError):
     """A bad command-line argument."""
 
 
+def _model_name(value: str) -> str:
+    """``--model``: a name of :func:`transformer_core.models.available`, or what looks like a path (it has a
+    ``/``, ends in ``.gguf`` or exists); the checkpoint itself is read later, with its own message."""
+    from ..models import available
+
+    if value in available() or "/" in value or os.sep in value or value.lower().endswith(".gguf") \
+            or os.path.exists(value):
+        return value
+    raise argparse.ArgumentTypeError(_("invalid choice: {value!r} (choose from {names}, or give the path of a "
+                                       "local checkpoint)").format(value=value, names=", ".join(available())))
+
+
 def check_image_size(width: int, height: int, scale: float) -> None:
     """Raises UsageError unless width and height are positive, scale is in (0, MAX_SCALE] and no
     side exceeds MAX_PIXELS after scaling (NaN and inf are refused too)."""
@@ -179,9 +191,14 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--text", action="append", metavar="TEXT",
                    help=_("a sentence; repeat it, or put one sentence per line, to make a batch"))
-    p.add_argument("--model", choices=("toy", "minilm", "causal", "smollm2"), default="toy",
+    p.add_argument("--model", type=_model_name, default="toy", metavar="{toy,minilm,causal,smollm2,PATH}",
                    help=_("toy random-weight encoder, MiniLM-L6, the trained causal model (--text = token ids 0-63), "
-                          "or SmolLM2-135M (one prompt, at most 128 tokens unless --max-tokens)"))
+                          "or SmolLM2-135M (one prompt, at most 128 tokens unless --max-tokens)") + "; " +
+                   _("PATH: a local LLaMA, Qwen2, Qwen3 or Mistral checkpoint (a Hugging Face folder or a .gguf "
+                     "file), run as SmolLM2 is"))
+    p.add_argument("--verify", action="store_true",
+                   help=_("compare our logits and every layer's attention weights on --text with Hugging Face's "
+                          "(eager attention, needs transformers) and print the largest differences"))
     p.add_argument("--step", type=int, help=_("causal: training checkpoint (default: the final model)"))
     p.add_argument("--ablate", metavar="HEADS",
                    help=_("minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)"))

@@ -172,6 +172,50 @@ def check_writable(path: Path) -> None:
         raise OSError(_("cannot write {path}: permission denied").format(path=path))
 
 
+STDOUT_CHUNK = 64 * 1024  # written and flushed a piece at a time, so a reader that stops early is noticed
+
+
+def _to_stdout(text: str) -> None:
+    """Write ``text`` to standard output (UTF-8), all of it or an error.
+
+    A reader that stops early (``| head -c 100``) closes the pipe: the next write fails with ``BrokenPipeError``.
+    Written whole in one call, the operating system may take the last piece into the pipe before it sees the reader
+    go and report success, so the text goes in pieces of :data:`STDOUT_CHUNK` bytes, each flushed. The error is one
+    line and exit 1, like any output that could not be written (a shell's ``141`` is a process killed by SIGPIPE,
+    which Python ignores); standard output is then pointed at ``/dev/null``, so Python's own flush at exit does not
+    print a second error.
+
+    Raises:
+        OSError: standard output was closed before the end, or cannot be written.
+    """
+    data = text.encode("utf-8")
+    out = getattr(sys.stdout, "buffer", None)
+    try:
+        if out is None:  # a text stream with no bytes under it (a caller's StringIO)
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+        sys.stdout.flush()
+        for start in range(0, len(data), STDOUT_CHUNK):
+            out.write(data[start:start + STDOUT_CHUNK])
+            out.flush()
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        raise OSError(_("standard output was closed before all {n} bytes were written (the reader stopped early, "
+                        "e.g. head): the output is cut").format(n=f"{len(data):,}")) from None
+    except OSError as err:
+        raise OSError(_("cannot write to standard output: {reason}").format(reason=os_reason(err))) from None
+
+
+def _stdout_to_devnull() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor under it (a caller's stream)
+        pass
+
+
 def write_output(path: Path, data: str | bytes, fmt: str = "") -> None:
     """Write ``data`` to ``path`` whole or not at all, or to standard output for ``Path("-")``.
 
@@ -187,11 +231,7 @@ def write_output(path: Path, data: str | bytes, fmt: str = "") -> None:
     if str(path) == STDOUT:  # the text formats only (resolve_output)
         if _stdout_closed():
             raise OSError(_("cannot write to standard output: it is closed"))
-        try:
-            sys.stdout.write(data if isinstance(data, str) else data.decode("utf-8"))
-            sys.stdout.flush()
-        except OSError as err:
-            raise OSError(_("cannot write to standard output: {reason}").format(reason=os_reason(err))) from None
+        _to_stdout(data if isinstance(data, str) else data.decode("utf-8"))
         return
     if isinstance(data, str):
         data = serialize.csv_file(data) if fmt == "csv" else data.encode("utf-8")
@@ -280,6 +320,11 @@ def export(trace: Trace, *, stage: str = "weights", batch: int = 0, layer: int =
 
 def run(args: argparse.Namespace) -> Path:
     """Do what parsed arguments ask; return the written path."""
+    if args.verify:  # a parity report on standard output instead of a file (cli/verify.py); --text optional
+        from . import verify
+
+        verify.report(args, split_text(args.text) if args.text else [])
+        return Path(STDOUT)
     sentences = split_text(args.text)  # fail on empty text, a bad --out or an unwritable file before running the model
     path, fmt = resolve_output(args.out, args.format)
     if path is not None and (str(path) == STDOUT or not path.is_dir()):

@@ -36,10 +36,18 @@ def add_norms(trace: Trace, layer: int) -> Trace:
     if not 0 <= layer < trace.n_layers:
         raise UsageError(_("--layer {layer} out of range: the model has layers 0..{last}").format(
             layer=layer, last=trace.n_layers - 1))
+    from ..models import from_settings
+
     try:
-        return with_norms(trace, [layer])
-    except (ValueError, RuntimeError) as err:  # unknown model, PretrainedUnavailable, CausalUnavailable
+        from_settings(trace.settings)  # its own refusal says "norms" already: asked apart, so the line says it once
+    except ValueError as err:
+        if type(err) is ValueError:  # no model whose weights can be read (a file's, or an unknown name)
+            raise ExportError(_("value-weighted norms need the model's W_O, and model {name} has no weights to "
+                                "read here").format(name=repr(trace.settings.get("model")))) from None
         raise ExportError(_("value-weighted norms need the model's W_O: {reason}").format(reason=err)) from None
+    except RuntimeError as err:  # PretrainedUnavailable, CausalUnavailable, SmolLM2Unavailable: how to install it
+        raise ExportError(_("value-weighted norms need the model's W_O: {reason}").format(reason=err)) from None
+    return with_norms(trace, [layer])
 
 
 def view_output(trace: Trace, view: str, *, batch: int, fmt: str, width: int, height: int,

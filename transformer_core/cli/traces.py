@@ -1,11 +1,13 @@
-"""The export command's model runs: the trace its arguments describe (toy, MiniLM or the causal model),
-the work check made before a run, and the checks of batch, layer and head against the trace.
+"""The export command's model runs: the trace its arguments describe (toy, MiniLM, the causal model, SmolLM2 or a
+local checkpoint, each reached through its face: :func:`model_of`), the work check made before a run, and the
+checks of batch, layer and head against the trace.
 """
 from __future__ import annotations
 
 import argparse
 
 from ..figures.slide import describe  # noqa: F401 (the slide's sentence-and-settings line; export, moves)
+from ..models import CausalFace, Decoder, MiniLMFace, Model, face_type, load
 from ..models.toy import run_toy
 from ..nn.config import EncoderConfig
 from ..records.trace import Trace
@@ -56,14 +58,17 @@ def check_work(args: argparse.Namespace, sentences: list[str], fmt: str = "png")
     """
     if len(sentences) > MAX_SENTENCES:
         raise UsageError(_("{n} sentences; at most {limit} per export").format(n=len(sentences), limit=MAX_SENTENCES))
-    if args.model == "causal":
-        n_layers, n_heads, d_model = 2, 4, 64
+    face = model_of(args)
+    if isinstance(face, CausalFace):
+        c = face.config
+        n_layers, n_heads, d_model = c.n_layers, c.n_heads, c.d_model
         counts = [len(" ".join(sentences).replace(",", " ").split())]
-    elif args.model == "smollm2":
-        n_layers, n_heads, d_model = 30, 9, 576
-        counts = [min(n, args.max_tokens or SMOLLM2_MAX_TOKENS) for n in smollm2_lengths(sentences)]
-    elif args.model == "minilm":
-        n_layers, n_heads, d_model, cap = 6, 12, 384, args.max_tokens or MINILM_MAX_TOKENS
+    elif isinstance(face, Decoder):
+        n_layers, n_heads, d_model, lengths = decoder_sizes(face, sentences)
+        counts = [min(n, args.max_tokens or SMOLLM2_MAX_TOKENS) for n in lengths]
+    elif isinstance(face, MiniLMFace):
+        c, cap = face.config, args.max_tokens or MINILM_MAX_TOKENS
+        n_layers, n_heads, d_model = c.n_layers, c.n_heads, c.d_model
         if cap < 2:
             raise UsageError(_("--max-tokens must be at least 2 for MiniLM ([CLS] and [SEP])"))
         counts = [min(n, cap) for n in wordpiece_lengths(sentences)]
@@ -96,11 +101,12 @@ def build_trace(args: argparse.Namespace) -> Trace:
         ValueError: bad sizes, no text, toy-only options given for MiniLM.
     """
     sentences = split_text(args.text)
-    if args.model == "causal":
+    face = model_of(args)
+    if isinstance(face, CausalFace):
         return run_causal_trace(args, sentences)
     if args.step is not None:
         raise UsageError(_("--step applies only to --model causal (a training checkpoint)"))
-    if args.model == "minilm":
+    if isinstance(face, MiniLMFace):
         given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer")
                  if getattr(args, k) is not None]
         if args.causal:
@@ -114,8 +120,8 @@ def build_trace(args: argparse.Namespace) -> Trace:
             run_minilm_trace(sentences, padding=args.padding, max_tokens=args.max_tokens or MINILM_MAX_TOKENS)
     if args.ablate:
         raise UsageError(_("--ablate applies only to --model minilm or causal"))
-    if args.model == "smollm2":
-        return run_smollm2_trace(args, sentences)
+    if isinstance(face, Decoder):
+        return run_smollm2_trace(args, sentences, face)
     opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
     config = EncoderConfig(d_model=opt["d_model"], n_heads=opt["n_heads"], n_layers=opt["n_layers"],
                            d_ff=4 * opt["d_model"], seed=opt["seed"])
@@ -126,21 +132,34 @@ def build_trace(args: argparse.Namespace) -> Trace:
 SMOLLM2_MAX_TOKENS = 128  # the app's page limit; --max-tokens takes up to 2048
 
 
-def smollm2_lengths(sentences: list[str]) -> list[int]:
-    """SmolLM2 tokens of each sentence (0 when the model is missing: :func:`run_smollm2_trace` says so)."""
+def model_of(args: argparse.Namespace) -> Model:
+    """The model ``--model`` names: one of :func:`transformer_core.models.available` (the causal model at
+    ``--step``), or the local checkpoint at that path (read once per process).
+
+    Raises:
+        CheckpointError: the path holds no checkpoint we run (a ``ValueError``: exit 2, naming what is supported).
+    """
+    return load(args.model, step=args.step)
+
+
+def decoder_sizes(face: Decoder, sentences: list[str]) -> tuple[int, int, int, list[int]]:
+    """``(n_layers, n_heads, d_model, tokens of each sentence)`` of a decoder; SmolLM2's sizes and 0 tokens when it
+    is not installed (:func:`run_smollm2_trace` says so)."""
     from ..models.gguf_weights import SmolLM2Unavailable
+    from ..nn.gqa import LlamaConfig
 
     try:
-        from ..models.smollm2 import encode
-
-        return [len(encode(s)[0]) for s in sentences]
+        c = face.config
+        return c.n_layers, c.n_heads, c.d_model, [len(face.encode(s)[0]) for s in sentences]
     except SmolLM2Unavailable:
-        return [0 for _s in sentences]
+        c = LlamaConfig()  # SmolLM2-135M's sizes
+        return c.n_layers, c.n_heads, c.d_model, [0 for _s in sentences]
 
 
-def run_smollm2_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
-    """SmolLM2-135M (:mod:`transformer_core.models.smollm2_trace`) on one prompt, cut to ``--max-tokens`` (default
-    128), its attention stages captured (q and k after RoPE; k, v repeated per query head).
+def run_smollm2_trace(args: argparse.Namespace, sentences: list[str], face: Decoder | None = None) -> Trace:
+    """SmolLM2-135M (:mod:`transformer_core.models.smollm2_trace`), or the local checkpoint ``face`` holds, on one
+    prompt, cut to ``--max-tokens`` (default 128), its attention stages captured (q and k after RoPE; k, v repeated
+    per query head).
 
     Raises:
         UsageError: toy-only options, more than one prompt, ``--max-tokens`` beyond the model's limit.
@@ -149,23 +168,30 @@ def run_smollm2_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
     from ..models.gguf_weights import SmolLM2Unavailable
     from ..models.smollm2 import MAX_TOKENS
 
+    checkpoint = None if face is None else face.checkpoint
     given = [f"--{k.replace('_', '-')}" for k in ("d_model", "n_heads", "n_layers", "seed", "tokenizer")
              if getattr(args, k) is not None] + (["--causal"] if args.causal is not None else [])
-    if given:
+    if given and checkpoint is None:
         raise UsageError(ngettext("{options} applies only to --model toy (SmolLM2-135M is a fixed causal "
                                   "30-layer × 9-head model)",
                                   "{options} apply only to --model toy (SmolLM2-135M is a fixed causal "
                                   "30-layer × 9-head model)", len(given)).format(options=", ".join(given)))
+    if given:
+        raise UsageError(ngettext("{options} applies only to --model toy (a local checkpoint has its own sizes)",
+                                  "{options} apply only to --model toy (a local checkpoint has its own sizes)",
+                                  len(given)).format(options=", ".join(given)))
     if len(sentences) > 1:
         raise UsageError(_("--model smollm2 reads one prompt, got {n}: pass it in one --text on one line").format(
             n=len(sentences)))
     cap = args.max_tokens or SMOLLM2_MAX_TOKENS
-    if not 1 <= cap <= MAX_TOKENS:
-        raise UsageError(_("--max-tokens must be in 1..{limit} for SmolLM2").format(limit=MAX_TOKENS))
+    limit = MAX_TOKENS if checkpoint is None else min(MAX_TOKENS, checkpoint.model.config.max_positions)
+    if not 1 <= cap <= limit:
+        raise UsageError(_("--max-tokens must be in 1..{limit} for SmolLM2").format(limit=limit))
     try:
         from ..models.smollm2_trace import run_smollm2
 
-        trace, _prediction = run_smollm2(sentences[0], max_tokens=cap, only=lambda n: ".attention." in n)
+        trace, _prediction = run_smollm2(sentences[0], max_tokens=cap, only=lambda n: ".attention." in n,
+                                         checkpoint=checkpoint)
         return trace
     except SmolLM2Unavailable as err:
         raise ExportError(_("SmolLM2 export is unavailable: {reason}").format(reason=err)) from err
@@ -278,7 +304,7 @@ def check_selection(trace: Trace, stage: str, batch: int, layer: int, head: int 
     if not 0 <= layer < n_layers:
         message = _("--layer {layer} out of range: the model has layers 0..{last}").format(layer=layer,
                                                                                             last=n_layers - 1)
-        if trace.settings.get("model") == "toy":
+        if getattr(face_type(trace.settings), "resizable", False):  # the toy's sizes are options
             message += _(" (raise --n-layers for a deeper toy model)")  # the space belongs to the language
         raise UsageError(message)
     n_heads = trace.stage(stage, layer).shape[1]

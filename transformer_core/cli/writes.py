@@ -47,20 +47,22 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
     from ..analysis.logit_attribution import direct_logit_attribution, head_outputs
     from ..analysis.logit_lens import logit_lens
     from ..analysis.patching import patch_heads, patch_residual
+    from ..models import Decoder
     from ..models.gguf_weights import SmolLM2Unavailable
-    from ..models.smollm2 import encode, load_smollm2
     from ..models.smollm2_trace import encode_labels, run_smollm2
     from ..text.tokenize import normalize_text
+    from .traces import model_of
 
-    if args.model != "smollm2":
+    face = model_of(args)
+    if not isinstance(face, Decoder):  # the residual stream and an unembedding: the decoders have both
         raise UsageError(_("--view {view} is computed on --model smollm2").format(view=args.view))
     if len(sentences) != 1:
         raise UsageError(_("--model smollm2 reads one prompt, got {n}: pass it in one --text on one line").format(
             n=len(sentences)))
     try:
-        model, tokenizer = load_smollm2()
+        model, tokenizer = face.module, face.tokenizer
         trace, prediction = run_smollm2(sentences[0], max_tokens=args.max_tokens or 128, residuals=True,
-                                        only=lambda n: False)
+                                        only=lambda n: False, checkpoint=face.checkpoint)
     except SmolLM2Unavailable as err:
         raise ExportError(_("SmolLM2 export is unavailable: {reason}").format(reason=err)) from err
     label = lambda i: encode_labels([tokenizer.id_to_token(int(i))])[0]  # noqa: E731
@@ -93,7 +95,7 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
             raise UsageError(_("--view patching measures a logit difference: give --contrast"))
         clean = list(trace.settings["ids"])
         corrupt_text = args.corrupt or _swap_last(sentences[0], label(contrast), label(target))
-        dirty = encode(normalize_text(corrupt_text), tokenizer)[0]
+        dirty = face.encode(normalize_text(corrupt_text))[0]
         if len(clean) > MAX_PATCH_TOKENS or len(dirty) != len(clean):
             raise UsageError(_("--corrupt must have as many tokens as the prompt (at most {n}): {a} and {b}").format(
                 n=MAX_PATCH_TOKENS, a=len(dirty), b=len(clean)))

@@ -39,13 +39,13 @@ def load_local(path) -> Decoder:
     Raises:
         CheckpointError: see :func:`~transformer_core.models.checkpoint.load_checkpoint`.
     """
-    from .checkpoint import CheckpointError
+    from .checkpoint import SUPPORTED, CheckpointError
 
     resolved = Path(path).expanduser().resolve()
     try:
         stamp = resolved.stat().st_mtime
     except OSError:
-        raise CheckpointError(f"{path} does not exist") from None
+        raise CheckpointError(f"{path} does not exist: expected {SUPPORTED}") from None
     with _LOCK:
         return Decoder(_checkpoint(str(resolved), stamp))
 

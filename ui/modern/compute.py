@@ -54,35 +54,48 @@ def _smollm2():
     return model, tokenizer, encode
 
 
+def is_large(model_name: str) -> bool:
+    """Whether generating with the model takes seconds here (SmolLM2, a local checkpoint), not a moment (the causal
+    model): its sizes, asked of its face without running it."""
+    from transformer_core import models
+
+    return not isinstance(models.load(model_name), models.CausalFace)
+
+
 @memo("fixed")
 def cache_steps(model_name: str) -> dict:
     """32 greedy steps with a KV cache on ``"causal"`` (the trained causal model, :data:`CAUSAL_PROMPT`) or
     ``"smollm2"`` (:data:`SMOLLM2_PROMPT`), each checked against recomputation; token labels included, and
-    ``"seconds"``: what generating and checking took here (wall time).
+    ``"seconds"``: what generating and checking took here (wall time), ``"layer"``: the layer whose weights are kept.
 
     The prompt is fixed, so the result is computed once and kept (the "fixed" cache, an hour) for everyone: the
     generation is 32 cached steps and the check one run over the whole sequence (SmolLM2: 33 forward calls)."""
     import time
 
-    start = time.perf_counter()
-    if model_name == "causal":
-        from transformer_core.models.causal import load_causal_model
+    from transformer_core import models
 
-        out = kv_cache_steps.generate_causal(load_causal_model(), list(CAUSAL_PROMPT), N_NEW)
+    start = time.perf_counter()
+    face = models.load(model_name)
+    if isinstance(face, models.CausalFace):
+        out = kv_cache_steps.generate_causal(face.module, list(CAUSAL_PROMPT), N_NEW)
         labels = [str(t) for t in out["tokens"]]
-        layer_weights = [np.asarray(s.weights[1], np.float32) for s in out["steps"]]  # layer 1: the induction heads
-        n_layers, n_kv, d_head = 2, 4, 16
+        layer = 1  # the induction heads
+        layer_weights = [np.asarray(s.weights[layer], np.float32) for s in out["steps"]]
+        c = face.config
+        n_layers, n_kv, d_head = c.n_layers, c.n_kv_heads, c.d_head
     else:
+        layer = 5
         model, tokenizer, encode = _smollm2()
         ids, _tokens, _labels = encode(SMOLLM2_PROMPT, tokenizer)
-        out = kv_cache_steps.generate_smollm2(model, ids, N_NEW, layer=5)
+        out = kv_cache_steps.generate_smollm2(model, ids, N_NEW, layer=layer)
         labels = [tokenizer.decode([t]).replace(" ", "␣") or "·" for t in out["tokens"]]
         layer_weights = [np.asarray(s.weights, np.float32) for s in out["steps"]]
         n_layers, n_kv, d_head = model.config.n_layers, model.config.n_kv_heads, model.config.d_head
     return {"labels": labels, "prefill": out["prefill_rows"], "weights": layer_weights,
             "diffs": [s.max_abs_diff for s in out["steps"]], "rows": [s.cache_rows[0] for s in out["steps"]],
             "query_shape": [list(s.query_shape) for s in out["steps"]], "max_diff": out["max_abs_diff"],
-            "n_layers": n_layers, "n_kv": n_kv, "d_head": d_head, "seconds": time.perf_counter() - start}
+            "n_layers": n_layers, "n_kv": n_kv, "d_head": d_head, "seconds": time.perf_counter() - start,
+            "layer": layer}
 
 
 @memo("fixed")
@@ -90,10 +103,11 @@ def token_times(model_name: str) -> dict:
     """Seconds per generated token, greedy, :data:`N_NEW` tokens after the tab's prompt, measured now on this server:
     ``{"cached", "uncached", "n", "same"}`` (``same``: both ways chose the same tokens). Without the cache each step
     runs the model over the whole sequence so far (:func:`~transformer_core.analysis.kv_cache_steps.timed_greedy`)."""
-    if model_name == "causal":
-        from transformer_core.models.causal import load_causal_model
+    from transformer_core import models
 
-        model, prompt = load_causal_model(), list(CAUSAL_PROMPT)
+    face = models.load(model_name)
+    if isinstance(face, models.CausalFace):
+        model, prompt = face.module, list(CAUSAL_PROMPT)
     else:
         model, tokenizer, encode = _smollm2()
         prompt = list(encode(SMOLLM2_PROMPT, tokenizer)[0])

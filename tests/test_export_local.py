@@ -1,0 +1,61 @@
+"""``attention-export --model PATH``: a local checkpoint exports as SmolLM2 does, and ``--verify`` prints how far
+our numbers are from Hugging Face eager's (and fails, exit 1, when a loader gets something wrong)."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import tiny_checkpoints as tc
+from transformer_core.cli.export import main
+
+
+def test_a_folders_attention_weights_export_as_hugging_face_computes_them(tiny_checkpoints, capsys):
+    folder, hf = tiny_checkpoints["qwen2"]
+    code = main(["--model", str(folder), "--text", tc.TEXT, "--layer", "1", "--format", "json", "--out", "-"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    ids = data["settings"]["ids"]
+    _, reference = tc.hf_run(hf, ids)
+    ours = np.array(data["stages"]["layers.1.attention.weights"]["data"], np.float64)[0]  # [head, query, key]
+    assert ours.shape == tuple(reference[1].shape) == (4, len(ids), len(ids))
+    assert np.abs(ours - reference[1].numpy()).max() <= 1e-4
+    assert data["settings"]["model"] == "local" and data["settings"]["n_kv_heads"] == 2
+
+
+def test_verify_prints_the_largest_differences(tiny_checkpoints, capsys):
+    folder, _hf = tiny_checkpoints["mistral"]
+    assert main(["--model", str(folder), "--text", tc.TEXT, "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "layer 1 attention weights: largest difference" in out and "agree within 0.0001" in out
+    assert "same token ids as Hugging Face's tokenizer: yes" in out
+
+
+def test_verify_fails_when_our_loader_forgets_the_sliding_window(tiny_checkpoints, tmp_path, monkeypatch, capsys):
+    from transformer_core.models import checkpoint
+
+    folder = tmp_path / "mistral"
+    shutil.copytree(tiny_checkpoints["mistral"][0], folder)
+    monkeypatch.setattr(checkpoint, "_windows", lambda cfg, arch, n_layers: None)
+    assert main(["--model", str(folder), "--text", tc.TEXT, "--verify"]) == 1
+    captured = capsys.readouterr()
+    assert "DIFFER beyond 0.0001" in captured.out and "differ from Hugging Face" in captured.err
+
+
+def test_verify_without_transformers_says_so(tiny_checkpoints, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    assert main(["--model", str(tiny_checkpoints["qwen3"][0]), "--verify"]) == 1
+    assert "not installed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--model", "/nonexistent/model"], ["does not exist", "LlamaForCausalLM", ".gguf"]),
+    (["--model", "gpt"], ["invalid choice", "smollm2", "path"]),
+])
+def test_a_bad_model_is_one_line_naming_what_is_supported(argv, words, capsys):
+    assert main([*argv, "--text", "a b"]) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words) and len(err.strip().splitlines()) == 1, err
