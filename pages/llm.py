@@ -9,7 +9,7 @@ import streamlit as st
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from transformer_core.models.smollm2 import control_texts
 from transformer_core.text.tokenize import visible_bidi, visible_controls
-from ui.llm import ablation, heads, predictions, writes
+from ui.llm import ablation, heads, predictions, routes, writes
 from ui.llm import compute as llm
 from ui.shell import controls, i18n
 from ui.shell.i18n import _, ngettext
@@ -28,14 +28,23 @@ st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder 
 if "llm_prompt" not in ss:
     # a link's prompt first; else the one this student typed before visiting another page (Streamlit drops a widget's
     # state when its page is left, and the menu's link has no ?prompt=); else the example
-    raw = st.query_params.get("prompt") or ss.get("llm_prompt_kept")
+    given = st.query_params.get_all("prompt")
+    raw = given[-1] if given else ss.get("llm_prompt_kept")  # a repeated ?prompt=: the last, as Streamlit reads it
     ss["llm_prompt"] = str(raw)[:MAX_PROMPT_CHARS] if raw else llm.EXAMPLES.get(i18n.language(), llm.EXAMPLES["en"])
+    if given and len(str(raw)) > MAX_PROMPT_CHARS:  # said while the cut prompt stands
+        ss["llm_prompt_cut"] = (ss["llm_prompt"], len(str(raw)))
+    if len(given) > 1:
+        st.info(_("The link gives prompt= {n} times: the last one is used, and the link now holds it alone.").format(
+            n=len(given)), icon=":material/link:")
 prompt = st.text_area(_("Prompt"), key="llm_prompt", height=68,
                       help=_("SmolLM2 continues this text. At most {n} tokens are used.").format(n=llm.MAX_LLM_TOKENS))
 if len(prompt) > MAX_PROMPT_CHARS:
-    st.info(_("Prompt cut to its first {n} characters.").format(n=MAX_PROMPT_CHARS), icon=":material/content_cut:")
+    ss["llm_prompt_cut"] = (prompt[:MAX_PROMPT_CHARS], len(prompt))
     prompt = prompt[:MAX_PROMPT_CHARS]
-if st.query_params.get("prompt") != prompt:
+if (cut := ss.get("llm_prompt_cut")) and cut[0] == prompt:
+    st.info(_("Prompt cut to its first {n} of {m} characters (a prompt may have at most {n}).").format(
+        n=f"{MAX_PROMPT_CHARS:,}", m=f"{cut[1]:,}"), icon=":material/content_cut:")
+if st.query_params.get("prompt") != prompt or len(st.query_params.get_all("prompt")) > 1:
     st.query_params["prompt"] = prompt
 ss["llm_prompt_kept"] = prompt
 if not prompt.strip():
@@ -78,4 +87,5 @@ predictions.generation(prompt, summary["ids"], t, k, p)
 heads.section(prompt, summary)
 heads.stats_table(summary["stats"], n)
 writes.section(prompt, summary)
+routes.section(prompt, summary)
 ablation.section()

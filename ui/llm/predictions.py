@@ -48,7 +48,7 @@ def filters() -> tuple[float, int | None, float | None]:
     """The temperature, top-k and top-p controls (stacked, bound to the URL)."""
     bind_url("llm_temp", "temp", TEMPERATURES, 1.0, to_text=_text)
     bind_url("llm_top_k", "top_k", TOP_K, 5, to_text=_text)
-    bind_url("llm_top_p", "top_p", TOP_P, "off", to_text=_text)
+    bind_url("llm_top_p", "top_p", TOP_P, "off", to_text=_text, aliases={1: "off"})  # p = 1 keeps every token
     t = st.select_slider(_("Temperature T"), TEMPERATURES, key="llm_temp", format_func=_text)
     shown = {v: _("off") if v == "off" else _text(v) for v in set(TOP_K) | set(TOP_P)}  # the URL keeps "off"
     k = st.select_slider("top-k", TOP_K, key="llm_top_k", format_func=shown.get)

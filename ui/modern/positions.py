@@ -2,6 +2,7 @@
 positions, each panel on its own colour range; score against distance; RoPE's turning pairs; the relative-only check in numbers."""
 from __future__ import annotations
 
+import html
 from functools import partial
 
 import pandas as pd
@@ -14,8 +15,8 @@ from transformer_core.models.minilm import PretrainedUnavailable
 from transformer_core.text.tokenize import word_tokenize
 
 from ..parts.numbers import number
-from ..shell.chart import chart
 from ..shell import callbacks, url
+from ..shell.chart import chart
 from ..shell.controls import Settings
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
@@ -25,6 +26,12 @@ from .export import json_download
 DEFAULT_SENTENCE = "The cat sat on the mat."
 SCHEME_NAMES = {"sinusoidal": N_("Sinusoidal (added)"), "learned": N_("Learned table (added)"),
                 "rope": N_("RoPE (rotated)"), "alibi": N_("ALiBi (bias)")}
+
+
+def _title(token: str) -> str:
+    """A token inside a Plotly title: Plotly reads HTML-like tags and entities, not Markdown, so ``<``, ``>`` and
+    ``&`` are escaped (quotes stay: Plotly would show ``&quot;`` as typed)."""
+    return html.escape(token, quote=False)
 
 
 def lab_tokens(settings: Settings) -> tuple[str, ...]:
@@ -84,7 +91,7 @@ def draw(settings: Settings) -> None:
     names = {s: _(n) for s, n in SCHEME_NAMES.items()}
     fig = figs.distance_figure(data["curves"], names, compute.QUERY_POSITIONS,
                                _("Score of {q} against {k}, with {k} d positions before {q}").format(
-                                   q=plain(tokens[query]), k=plain(tokens[key])))
+                                   q=_title(tokens[query]), k=_title(tokens[key])))
     chart(fig, key="modern_distance", config=chart_config("distance"))
     st.markdown(_("Solid: the query at position {a}; dashed: at position {b}. Where the two lines of a scheme lie on "
                   "each other, the score depends only on the distance, not on where the pair stands.").format(
@@ -94,7 +101,7 @@ def draw(settings: Settings) -> None:
     pairs = data["pairs"]
     chart(figs.rope_figure(pairs["xy"], pairs["pairs"], pairs["positions"], pairs["theta"],
                            _("RoPE turns the query of {q}: positions 0 … 24 (big dot: 0)").format(
-                               q=plain(tokens[query]))),
+                               q=_title(tokens[query]))),
           key="modern_rope", config=chart_config("rope_pairs"), target=left)
     right.markdown(_("**Relative only?** The score of the same two tokens at positions (m, n) = (30, 20) and shifted by "
                      "s = 100:"))

@@ -45,11 +45,17 @@ def _number(text) -> float | None:
 def match(raw, options: Sequence, to_text: Callable = str, aliases: Mapping | None = None):
     """The option ``raw`` (a URL value) names, else ``_MISSING``: its text, or a number equal to a numeric option
     (``temp=1.0``, ``0.50`` or ``1e2`` for 1, 0.5 and 100; issue 33), or a number ``aliases`` maps to an option
-    (``top_p=1`` keeps every token: ``{1: "off"}``), or a word it maps, in any case (:data:`BOOL_ALIASES`)."""
+    (``top_p=1`` keeps every token: ``{1: "off"}``), or a word it maps, in any case (:data:`BOOL_ALIASES`), or the
+    one option whose text it is in another case (``section=positions`` names ``Positions``)."""
     text = str(raw)
     for option in options:
         if to_text(option) == text:
             return option
+    # a name in another case (section=positions, model=SmolLM2), as the on/off words are taken: the option is
+    # written back in its own spelling; only when exactly one option reads so (a token picker may hold "The" and "the")
+    same = [o for o in options if to_text(o).strip().casefold() == text.strip().casefold()]
+    if len(same) == 1:
+        return same[0]
     word = text.strip().lower()
     for value, option in (aliases or {}).items():
         if isinstance(value, str) and value == word:
