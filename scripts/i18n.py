@@ -9,7 +9,9 @@ needs no Babel; ``tests/test_i18n_catalog.py`` checks that it matches the ``.po`
 from __future__ import annotations
 
 import argparse
+import fcntl
 import io
+import os
 import subprocess
 import sys
 import tempfile
@@ -22,9 +24,16 @@ KEYWORDS = ["-k", "_", "-k", "N_", "-k", "ngettext:1,2", "-k", "pgettext:1c,2"]
 
 
 def extract(out: Path) -> None:
+    """Extract into ``out`` through a file beside it, renamed over it when whole: a reader (another run of this
+    script, a test) never sees a half-written catalogue. An update from an empty .pot would drop every translation."""
+    partial = out.with_name(out.name + ".partial")
     subprocess.run([sys.executable, "-m", "babel.messages.frontend", "extract", "-F", str(ROOT / "babel.cfg"),
                     *KEYWORDS, "--no-default-keywords", "--omit-header", "--no-location", "--sort-output", "--no-wrap",
-                    "-o", str(out), "."], cwd=ROOT, check=True, capture_output=True)
+                    "-o", str(partial), "."], cwd=ROOT, check=True, capture_output=True)
+    if partial.stat().st_size == 0:
+        partial.unlink()
+        raise SystemExit("extraction found no messages: the catalogues are left as they were")
+    os.replace(partial, out)
 
 
 def update() -> None:
@@ -57,9 +66,12 @@ def main() -> int:
             stale = fresh.read_bytes() != POT.read_bytes() or compile_mo(po) != po.with_suffix(".mo").read_bytes()
         print("catalogs are stale: run python scripts/i18n.py" if stale else "catalogs up to date")
         return int(stale)
-    extract(POT)
-    update()
-    po.with_suffix(".mo").write_bytes(compile_mo(po))
+    # one run at a time on this checkout (two engineers' runs at once once left an empty .pot and an empty .po)
+    with open(Path(tempfile.gettempdir()) / f"ae-i18n-{abs(hash(str(ROOT)))}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        extract(POT)
+        update()
+        po.with_suffix(".mo").write_bytes(compile_mo(po))
     return 0
 
 
