@@ -183,6 +183,22 @@ def test_compose_and_nginx_config_agree():
     assert UPLOAD_MB == upload_cap_mb, "the trace check's size limit and Streamlit's upload cap differ"
 
 
+def test_no_other_site_may_frame_the_app():
+    """X-Frame-Options: SAMEORIGIN and CSP frame-ancestors 'self' on every response, errors too (always): at the
+    server level and in every location that has add_header lines of its own (nginx gives such a location none of
+    the server's)."""
+    conf = (ROOT / "deploy" / "nginx.conf").read_text()
+    wanted = ['add_header X-Frame-Options "SAMEORIGIN" always;',
+              'add_header Content-Security-Policy "frame-ancestors \'self\'" always;']
+    server = conf[conf.index("server {"):]
+    blocks = re.split(r"\n    location ", server)
+    assert len(blocks) > 3
+    for block in blocks:  # the server's own lines, then each location
+        if "add_header" in re.sub(r"(?m)^\s*#.*$", "", block):
+            assert all(w in block for w in wanted), block.splitlines()[0]
+    assert all(w in blocks[0] for w in wanted)
+
+
 @needs_nginx
 def test_rendered_config_passes_nginx_t(tmp_path):
     (tmp_path / "tmp").mkdir()

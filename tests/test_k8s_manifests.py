@@ -494,3 +494,22 @@ def test_the_image_runs_as_the_user_the_pods_ask_for():
     run_as = find(rendered("base"), "Deployment")["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
     assert users[-1] == str(run_as), (users, run_as)
     assert "chown 10001:10001 /srv/streamlit-static" in dockerfile  # compose's static job writes there
+
+
+def test_no_other_site_may_frame_the_app():
+    """The app's Ingress sends X-Frame-Options: SAMEORIGIN and CSP frame-ancestors 'self' (ingress-nginx's
+    custom-headers: a ConfigMap of the Ingress's namespace, named "namespace/name", whose headers the controller's
+    global-allowed-response-headers must list and whose names and values must match its patterns)."""
+    docs = rendered("class")
+    app = find(docs, "Ingress")["metadata"]["annotations"]
+    namespace, name = app["nginx.ingress.kubernetes.io/custom-headers"].split("/")
+    headers = find(docs, "ConfigMap", name)["data"]
+    assert headers == {"X-Frame-Options": "SAMEORIGIN", "Content-Security-Policy": "frame-ancestors 'self'"}
+    assert f"kubectl create namespace {namespace}" in (ROOT / "docs" / "deploy.md").read_text()
+    (cm,) = load_docs(CONTROLLER_CONFIG)
+    allowed = cm["data"]["global-allowed-response-headers"].split(",")
+    for header, value in headers.items():  # ingress-nginx's annotations/customheaders patterns
+        assert header in allowed and re.fullmatch(r"[a-zA-Z\d\-_]+", header)
+        assert re.fullmatch(r"""[a-zA-Z\d_ :;.,\\/"'?!(){}\[\]@<>=\-+*#$&`|~^%]+""", value)
+    static = find(docs, "Ingress", f"{APP}-static")["metadata"]["annotations"]
+    assert "nginx.ingress.kubernetes.io/custom-headers" not in static  # scripts and styles are not framed
