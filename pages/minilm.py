@@ -162,6 +162,7 @@ st.dataframe(shown, key="minilm_stats", on_select=partial(callbacks.open_row, "m
 
 moves.sections(trace, sentences, settings.padding, batch, color)  # ?view=rollout|flow, ?pair=i,j, head types
 ablation.minilm_section(sentences, settings.padding, batch, labels)
+ablation_controls.result_into_view("minilm_")  # after a tile click that ablated a head: its result in view
 
 tokens_box = lazy_expander(_("Tokens of every sentence"), key="minilm_tokens", url="tokens", icon=":material/table:")
 if tokens_box.open:  # its data grid is sent only once opened (ui/shell/lazy.py)

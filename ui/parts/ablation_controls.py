@@ -122,6 +122,29 @@ def toggle_tile(event_key: str, layer_key: str, head_key: str, n_heads: int, pre
         return
     name, heads = f"L{tile[0]}H{tile[1]}", list(ss.get(f"{prefix}ablate", []))
     ss[f"{prefix}ablate"] = [h for h in heads if h != name] if name in heads else heads + [name]
+    ss[f"_{prefix}ablate_tiled"] = True  # the section's result comes into view (result_into_view)
+
+
+# Scrolls an ablation section's controls row (the mode picker heads it) to the top of the screen, under Streamlit's
+# header, once per tile click: what the click changed (the cosine line, each layer's shift) is then in view under
+# the heads picker, instead of ~3,000 px below the tiles (MiniLM). Sent after the section, so the row is in the page.
+_INTO_VIEW = """<span id="{id}"></span><script>
+(() => {{ const row = document.querySelector(".st-key-{prefix}ablate_mode");
+  if (!row) return;
+  const header = document.querySelector('[data-testid="stHeader"]');
+  row.style.scrollMarginTop = ((header ? Math.max(0, header.getBoundingClientRect().bottom) : 0) + 8) + "px";
+  row.scrollIntoView({{block: "start", behavior: "instant"}});
+}})();
+</script>"""
+
+
+def result_into_view(prefix: str) -> None:
+    """After an ablation section: when a tile click in click-to-ablate mode (:func:`toggle_tile`) changed the heads
+    this run, bring the section's heads picker and result into view (nothing on other runs)."""
+    ss = st.session_state
+    if ss.pop(f"_{prefix}ablate_tiled", False):
+        count = ss[f"_{prefix}ablate_scrolls"] = ss.get(f"_{prefix}ablate_scrolls", 0) + 1  # a new element: it runs
+        st.html(_INTO_VIEW.format(id=f"ae-ablate-{prefix}{count}", prefix=prefix), unsafe_allow_javascript=True)
 
 
 def tile_callback(event_key: str, open_head: dict, prefix: str, n_layers: int | None = None):
