@@ -43,6 +43,7 @@ def show(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int) 
     # their own controls rerun only them (the ablation part reruns the page when its heads change: the overview frames them)
     fragments.part("causal_predictions", predictions.section, trace, list(ids), step, period)
     fragments.part("causal_ablation", ablation.causal_section, step)
+    ablation_controls.result_into_view("causal_")  # after a tile click that ablated a head: its result in view
 
 
 def _sticky_part(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int):
