@@ -6,7 +6,9 @@ sentence size × language), each with a sentence of exactly that many tokens of 
 on the toy pages, WordPiece on MiniLM, SmolLM2's byte-level BPE on /llm, token ids on /causal). A page that cuts its
 sentence (lessons at 24 tokens, the positions tab at 16, /causal at 48, MiniLM's flow at 16) is audited at its cut.
 It also reports, on the first screen, charts the bottom edge cuts although they would fit under the header, and
-heatmaps whose values use under a quarter of their colour range (``--strict`` fails on them).
+heatmaps whose values use under a quarter of their colour range; and, on the whole page, controls more than 400 px from
+the figure they change (:data:`CONTROLS`) that neither stick under the header nor bring it into view on a change
+(``--strict`` fails on them).
 One line per case, then the totals; exit code 1 if any two texts of a chart overlap (or a case failed)::
 
     python scripts/layout_audit.py                  # the full matrix (15–30 min on 2 cores)
@@ -27,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from browser_utils import browser, chromium_missing, streamlit_server, wait_idle  # noqa: E402
-from layout_probe import FIRST_SCREEN, clipped, first_screen, probe, small  # noqa: E402
+from layout_probe import (CONTROL_BOXES, FAR_PX, FIRST_SCREEN, clipped, control_distances,  # noqa: E402
+                          first_screen, probe, small)
 
 SIZES = (12, 24, 60, 128)
 MINILM_SIZES = (512,)  # and the sizes above
@@ -75,6 +78,25 @@ PAGES = {
                                        View("lesson 3", {"lesson": 3, "step": 1}, 24))),
     "modern": Page("/modern", "word", (View("Positions", {"section": "Positions"}, 16),
                                        *(View(s, {"section": s}, None) for s in MODERN_SECTIONS[1:]))),
+}
+# Each page's controls and the figure each one changes, by Streamlit key (a chart's is ``<key>-chart``); "into view":
+# a change there brings the figure into view (a browser test checks it). The sidebar is always on screen: not listed.
+CONTROLS = {
+    "explorer": (("explorer_stage", "explorer_focus-chart"), ("explorer_head", "explorer_focus-chart"),
+                 ("explorer_n_kv_heads", "explorer_focus-chart"), ("explorer_window", "explorer_focus-chart"),
+                 ("explorer_scale", "explorer_focus-chart")),
+    "minilm": (("minilm_hide_special", "minilm_overview-chart"), ("minilm_color", "minilm_overview-chart"),
+               ("minilm_stage", "minilm_focus-chart"), ("minilm_ablate", "minilm_ablate_shift-chart"),
+               ("minilm_ablate_mode", "minilm_ablate_shift-chart"),
+               ("minilm_ablate_click", "minilm_ablate_shift-chart", "into view"),
+               ("minilm_ablate_layer", "minilm_ablate_weights-chart")),
+    "causal": (("causal_step", "causal_loss_curve-chart"), ("causal_step", "causal_overview-chart"),
+               ("causal_mask", "causal_overview-chart"), ("causal_stage", "causal_focus-chart"),
+               ("causal_ablate", "causal_ablate_curve-chart"), ("causal_ablate_mode", "causal_ablate_curve-chart"),
+               ("causal_ablate_click", "causal_ablate_curve-chart", "into view"),
+               ("causal_pred_pos", "causal_predictions-chart")),
+    "modern": (("modern_step", "modern_query_row-chart"),),
+    "llm": (("llm_stage", "llm_focus-chart"),),
 }
 QUICK = [("explorer", "weights", 12, "en"), ("masks_lab", "Causal and padding", 24, "zh"),
          ("modern", "Positions", 16, "en")]
@@ -163,13 +185,15 @@ def link(base: str, name: str, view_name: str, size: int | None, lang: str, text
     return f"{base}{page.path}?{urllib.parse.urlencode(query)}"
 
 
-def audit(chromium, url: str, shot: Path | None) -> tuple[list, dict, dict]:
+def audit(chromium, url: str, shot: Path | None, pairs=()) -> tuple[list, dict, dict]:
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     try:
         page.goto(url)
         wait_idle(page, timeout_ms=300_000)
         charts, found = probe(page)
         screen = first_screen(page.evaluate(FIRST_SCREEN))  # before the full-page shot resizes the view
+        boxes = page.evaluate(CONTROL_BOXES, sorted({key for pair in pairs for key in pair[:2]}))
+        screen["controls"] = control_distances(boxes, pairs)
         if shot is not None:
             page.screenshot(path=str(shot), full_page=True)
         return charts, found, screen
@@ -208,7 +232,8 @@ def main(argv=None) -> int:
         print(f"skipped {name}: its model is missing ({why})")
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
-    totals = {"charts": 0, "texts": 0, "pairs": 0, "small": 0, "clipped": 0, "cut_by_edge": 0, "faint": 0}
+    totals = {"charts": 0, "texts": 0, "pairs": 0, "small": 0, "clipped": 0, "cut_by_edge": 0, "faint": 0,
+              "controls": 0, "far": 0}
     texts, failed, start = {}, [], time.time()
     views, sizes_seen = {(c[0], c[1]) for c in todo}, {c[2] for c in todo if c[2] is not None}
     print(f"{len(todo)} cases: {len(views)} page views × sizes {sorted(sizes_seen)} × languages "
@@ -219,7 +244,8 @@ def main(argv=None) -> int:
             shot = args.shots / f"{name}_{view.replace(' ', '_')}_{size}_{lang}.png" if args.shots else None
             t0 = time.time()
             try:
-                charts, found, screen = audit(chromium, link(base, name, view, size, lang, texts), shot)
+                charts, found, screen = audit(chromium, link(base, name, view, size, lang, texts), shot,
+                                              CONTROLS.get(name, ()))
             except Exception as err:  # noqa: BLE001  (a case that did not load is reported, the audit goes on)
                 failed.append(label)
                 print(f"{label}  FAILED: {type(err).__name__}: {str(err).splitlines()[0][:160]}", flush=True)
@@ -237,12 +263,18 @@ def main(argv=None) -> int:
             totals["clipped"] += sum(len(c[1]) for c in cut)
             totals["cut_by_edge"] += len(screen["cut"])
             totals["faint"] += len(screen["faint"])
+            controls = screen["controls"]
+            totals["controls"] += sum(len(v) for k, v in controls.items() if k != "missing")
+            totals["far"] += len(controls["far"])
             print(f"{label}  charts {len(charts):3d}  texts {n_texts:5d}  overlapping pairs {pairs:3d}"
                   + (f"  e.g. {examples}" if examples else "")
                   + (f"  under 10 px: {[(s, len(t), t[:2]) for s, t in tiny][:3]}" if tiny else "")
                   + (f"  clipped: {[(s, c[:3]) for s, c in cut][:3]}" if cut else "")
                   + (f"  cut by the screen's bottom edge: {screen['cut']}" if screen["cut"] else "")
                   + (f"  colour range barely used: {screen['faint'][:4]}" if screen["faint"] else "")
+                  + (f"  controls far from their figure (px): {controls['far']}" if controls["far"] else "")
+                  + (f"  (sticking: {controls['stuck']})" if controls["stuck"] else "")
+                  + (f"  (into view on a change: {controls['into_view']})" if controls["into_view"] else "")
                   + f"  ({time.time() - t0:.0f} s)", flush=True)
     print(f"TOTAL: {len(todo) - len(failed)} cases ({len(views)} page views × {len(sizes_seen)} sizes × "
           f"{len({c[3] for c in todo})} languages), {totals['charts']} charts checked, {totals['texts']} texts, "
@@ -251,7 +283,9 @@ def main(argv=None) -> int:
           f"screen's width", flush=True)
     print(f"FIRST SCREEN: {totals['cut_by_edge']} charts cut by the screen's bottom edge although they would fit "
           f"under the header, {totals['faint']} heatmaps using under a quarter of their colour range", flush=True)
-    return 1 if totals["pairs"] or failed or (args.strict and (totals["small"] or totals["clipped"]
+    print(f"CONTROLS: {totals['controls']} control → figure pairs measured, {totals['far']} more than "
+          f"{FAR_PX} px apart (neither sticking nor brought into view)", flush=True)
+    return 1 if totals["pairs"] or failed or (args.strict and (totals["small"] or totals["clipped"] or totals["far"]
                                                                     or totals["cut_by_edge"] or totals["faint"])) else 0
 
 

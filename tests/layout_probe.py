@@ -72,3 +72,41 @@ def first_screen(charts: list[dict], height: float = 720, header: float = 60, mi
            if header <= c["top"] < height < c["bottom"] and c["bottom"] - c["top"] <= height - header]
     faint = [(name(c), round(c["used"], 2)) for c in charts if c.get("used") is not None and c["used"] < min_used]
     return {"cut": cut, "faint": faint}
+
+
+# A control and the figure it changes, by their Streamlit keys (``.st-key-…``; our chart element's is ``<key>-chart``):
+# each one's box in page coordinates (the main area's scroll added) and whether it sticks under the header as the page
+# scrolls (a sticky ancestor: it stays over what it changes). Absent keys are left out.
+CONTROL_BOXES = """keys => { const main = document.querySelector('[data-testid="stMain"]');
+    const scroll = main ? main.scrollTop : 0, out = {};
+    for (const key of keys) {
+        const e = document.querySelector('.st-key-' + CSS.escape(key));
+        if (!e || !e.getClientRects().length) continue;
+        const r = e.getBoundingClientRect();
+        let sticky = false;
+        for (let a = e; a && a !== main; a = a.parentElement)
+            if (getComputedStyle(a).position === 'sticky') sticky = true;
+        out[key] = {top: r.top + scroll, bottom: r.bottom + scroll, sticky: sticky};
+    }
+    return out; }"""
+
+FAR_PX = 400  # more than this between a control and its figure: not seen together while the control is used
+
+
+def control_distances(boxes: dict, pairs, far_px: float = FAR_PX) -> dict:
+    """Classify ``pairs`` of ``(control key, figure key[, "into view"])`` by the vertical gap (px) between their
+    :data:`CONTROL_BOXES` boxes (0 when they sit side by side). ``{"far": [(control, figure, gap)], "stuck": […],
+    "into_view": […], "near": […], "missing": [(control, figure)]}``: far when the gap exceeds ``far_px`` and the
+    control neither sticks under the header nor is declared to bring its figure into view on a change (the page's
+    browser tests check that it does); stuck, into_view and near with their gaps, for the report."""
+    found = {"far": [], "stuck": [], "into_view": [], "near": [], "missing": []}
+    for control, figure, *how in pairs:
+        a, b = boxes.get(control), boxes.get(figure)
+        if a is None or b is None:
+            found["missing"].append((control, figure))
+            continue
+        gap = round(max(0.0, b["top"] - a["bottom"], a["top"] - b["bottom"]))
+        kind = ("near" if gap <= far_px else "stuck" if a.get("sticky") else
+                "into_view" if "into view" in how else "far")
+        found[kind].append((control, figure, gap))
+    return found

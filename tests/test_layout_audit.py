@@ -26,4 +26,7 @@ def test_layout_audit_quick_runs_and_finds_no_overlap(tmp_path):
     assert re.search(summary, result.stdout, re.M), result.stdout[-2000:]
     assert re.search(r"^FIRST SCREEN: \d+ charts cut by the screen's bottom edge although they would fit under the "
                      r"header, \d+ heatmaps using under a quarter of their colour range", result.stdout, re.M)
+    # the explorer's controls (Stage, Head, n_kv_heads box, window, Colours) beside the heatmap they change
+    assert re.search(r"^CONTROLS: [1-9]\d* control → figure pairs measured, 0 more than 400 px apart", result.stdout,
+                     re.M), result.stdout[-2000:]
     assert len(list(tmp_path.glob("*.png"))) == 3  # --shots: one screenshot a case, into the folder asked for
