@@ -25,9 +25,9 @@ def test_plain_data_is_strict_json_and_keeps_every_number():
 
 
 def test_online_softmax_numbers_export_with_their_minus_infinity():
-    from ui.modern import compute
+    from transformer_core.analysis.online_lab import online_demo
 
-    data = compute.online(12, 4, 3, "window")
+    data = online_demo(12, 4, 3, "window")  # what the page's online tab exports
     exported = json.loads(json.dumps(plain_data(data), allow_nan=False))
     first = exported["steps"][0]["m"]
     assert len(first) == 4 and all(isinstance(v, float) or v == "-inf" for v in first)

@@ -106,6 +106,17 @@ def window_predictions(model, ids: list[int], window: int, sinks: int = 1,
     return out
 
 
+def window_run(model, ids: list[int], window: int, sinks: int, label, full_logits: torch.Tensor | None = None) -> dict:
+    """:func:`window_predictions` with each top-5 entry as ``(label(id), id, probability)`` and ``"mask"``: the
+    window's mask ``[query_pos, key_pos]`` (True = may attend) as a NumPy array, for the page, the CLI or a notebook.
+    ``label``: token id → its text (the long-inputs tab writes a space as ␣)."""
+    out = window_predictions(model, ids, window, sinks, full_logits=full_logits)
+    for key in ("full", "window", "sinks"):
+        out[key] = [(label(i), i, p) for i, p in out[key]]
+    out["mask"] = sliding_window_mask(len(ids), window=window, sinks=sinks).numpy()
+    return out
+
+
 def cache_rows_needed(n_tokens: int, window: int | None, sinks: int = 0) -> int:
     """Key rows per layer a cache must keep to produce the next token: all of them without a window, else at most
     ``window + sinks``."""

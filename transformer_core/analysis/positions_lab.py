@@ -184,3 +184,34 @@ def slowest_rope_turn(d_head: int, base: float, length: int) -> float:
     theta = base ** (-(d_head - 2) / d_head)
     return length * theta / (2 * math.pi)
 
+
+
+def row0_ratio() -> float:
+    """How much longer MiniLM's position row 0 is than its other rows on average (row norms, after the lab's
+    scaling): the learned table's first position stands out."""
+    norms = lab_head().learned.norm(dim=1)
+    return float(norms[0] / norms[1:].mean())
+
+
+def tab_numbers(tokens, alibi_head: int, query: int, key: int, query_positions=(40, 200),
+                max_tokens: int = 16) -> dict:
+    """Everything the positions tab draws, for ``tokens`` (cut to ``max_tokens``) and the chosen query and key
+    tokens (indices into them): ``{"tokens", "scores": {scheme: [query_pos, key_pos]}, "range": (low, high) of all
+    four, "curves": {scheme: [query position][distance]} (:func:`score_vs_distance`), "pairs": RoPE feature pairs of
+    the query token at positions 0–24 (:func:`rope_pairs`), "relative": :func:`relative_check` at m = 30, n = 20,
+    shifted by 100, "slope": the ALiBi head's slope, "learned_scale", "row0_ratio"}``; NumPy arrays and numbers.
+
+    Raises:
+        IndexError: ``query`` or ``key`` is not an index of the cut tokens.
+    """
+    tokens = tuple(tokens)[:max_tokens]
+    mats = score_matrices(list(tokens), alibi_head=alibi_head)
+    curves = score_vs_distance(tokens[query], tokens[key], query_positions=query_positions, alibi_head=alibi_head)
+    pairs = rope_pairs(tokens[query], range(25))
+    return {"tokens": tokens, "scores": {s: mats[s].numpy() for s in SCHEMES},
+            "range": tuple(mats["range"].tolist()), "curves": {s: c.numpy() for s, c in curves.items()},
+            "pairs": {"xy": pairs["xy"].numpy(), "theta": pairs["theta"].tolist(), "pairs": pairs["pairs"],
+                      "positions": pairs["positions"]},
+            "relative": relative_check(tokens[query], tokens[key], 30, 20, 100, alibi_head=alibi_head),
+            "slope": float(alibi_slopes(ALIBI_HEADS)[alibi_head]),
+            "learned_scale": lab_head().learned_scale, "row0_ratio": row0_ratio()}

@@ -1,6 +1,6 @@
 """Cached compute of the "Attention since 2017" page: :func:`~ui.shell.cache.memo` (keyed by value, arrays
-read-only) around :mod:`transformer_core.analysis` (positions_lab, shared_kv, kv_cache_steps, long_inputs) and
-:mod:`transformer_core.nn.online_softmax`; NumPy arrays and plain values out. Model errors
+read-only) around :mod:`transformer_core.analysis` (positions_lab, shared_kv, kv_cache_steps, long_inputs,
+online_lab), where the numbers are made; NumPy arrays and plain values out. Model errors
 (``CausalUnavailable``, ``SmolLM2Unavailable``, ``PretrainedUnavailable``) are raised, not cached.
 """
 from __future__ import annotations
@@ -8,9 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from transformer_core.analysis import kv_cache_steps, long_inputs, positions_lab
-from transformer_core.nn.masks import causal_mask, sliding_window_mask
-from transformer_core.nn.online_softmax import online_attention, plain_attention, plain_peak_bytes
+from transformer_core.analysis import kv_cache_steps, long_inputs, online_lab, positions_lab
 
 from ..shell.cache import memo
 from ..shell.diagnostics import count_forwards
@@ -25,25 +23,9 @@ QUERY_POSITIONS = (40, 200)
 
 @memo("lesson")
 def positions(tokens: tuple[str, ...], alibi_head: int, query: int, key: int) -> dict:
-    """Everything the positions tab draws, for ``tokens`` (at most 16) and the chosen query/key tokens."""
-    tokens = tokens[:MAX_LAB_TOKENS]
-    mats = positions_lab.score_matrices(list(tokens), alibi_head=alibi_head)
-    curves = positions_lab.score_vs_distance(tokens[query], tokens[key], query_positions=QUERY_POSITIONS,
-                                             alibi_head=alibi_head)
-    pairs = positions_lab.rope_pairs(tokens[query], range(0, 25))
-    return {"tokens": tokens, "scores": {s: mats[s].numpy() for s in positions_lab.SCHEMES},
-            "range": tuple(mats["range"].tolist()), "curves": {s: c.numpy() for s, c in curves.items()},
-            "pairs": {"xy": pairs["xy"].numpy(), "theta": pairs["theta"].tolist(), "pairs": pairs["pairs"],
-                      "positions": pairs["positions"]},
-            "relative": positions_lab.relative_check(tokens[query], tokens[key], 30, 20, 100, alibi_head=alibi_head),
-            "slope": float(positions_lab.alibi_slopes(positions_lab.ALIBI_HEADS)[alibi_head]),
-            "learned_scale": positions_lab.lab_head().learned_scale, "row0_ratio": _row0_ratio()}
-
-
-def _row0_ratio() -> float:
-    """How much longer MiniLM's position row 0 is than its other rows on average."""
-    norms = positions_lab.lab_head().learned.norm(dim=1)
-    return float(norms[0] / norms[1:].mean())
+    """Everything the positions tab draws, for ``tokens`` (at most 16) and the chosen query/key tokens
+    (:func:`~transformer_core.analysis.positions_lab.tab_numbers`)."""
+    return positions_lab.tab_numbers(tokens, alibi_head, query, key, QUERY_POSITIONS, MAX_LAB_TOKENS)
 
 
 def _smollm2():
@@ -135,29 +117,12 @@ def window_run(window: int, sinks: int) -> dict:
     forward pass per (window, sinks), the unwindowed run shared by all (:func:`full_logits`)."""
     model, tokenizer, _encode = _smollm2()
     ids = list(long_input_ids()["ids"])
-    out = long_inputs.window_predictions(model, ids, window, sinks, full_logits=torch.from_numpy(full_logits().copy()))
-    for key in ("full", "window", "sinks"):
-        out[key] = [(tokenizer.decode([i]).replace(" ", "␣"), i, p) for i, p in out[key]]
-    out["mask"] = sliding_window_mask(len(ids), window=window, sinks=sinks).numpy()
-    return out
+    return long_inputs.window_run(model, ids, window, sinks, lambda i: tokenizer.decode([i]).replace(" ", "␣"),
+                                  full_logits=torch.from_numpy(full_logits().copy()))
 
 
 @memo("lesson")
 def online(n: int, block_q: int, block_k: int, mask_kind: str, seed: int = 0) -> dict:
-    """The online softmax on one random head of ``n`` positions (d_head 8), every tile recorded."""
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(n, 8, generator=g) * s for s in (2.0, 2.0, 1.0))
-    mask = {"none": None, "causal": causal_mask(n), "window": sliding_window_mask(n, window=4),
-            "sink": sliding_window_mask(n, window=4, sinks=1)}[mask_kind]
-    result = online_attention(q, k, v, mask, block_q=block_q, block_k=block_k, record=True)
-    plain = plain_attention(q, k, v, mask)
-    wrong = online_attention(q, k, v, mask, block_q=block_q, block_k=block_k, correct=False).output
-    scores = (q @ k.T / np.sqrt(8)).numpy()
-    return {"scores": scores, "visible": np.ones((n, n), bool) if mask is None else mask.numpy(),
-            "steps": [{"rows": s.rows, "cols": s.cols, "skipped": s.skipped, "m": s.m.numpy(), "l": s.l.numpy(),
-                       "rescale": s.rescale.numpy(), "output": s.output.numpy(), "q_tile": s.q_tile,
-                       "k_tile": s.k_tile} for s in result.steps],
-            "final": result.output.numpy(), "plain": plain.numpy(),
-            "diff": float((result.output - plain).abs().max()), "diff_wrong": float((wrong - plain).abs().max()),
-            "peak_tiled": result.peak_bytes, "peak_plain": plain_peak_bytes(n, n),
-            "computed": result.tiles_computed, "skipped": result.tiles_skipped}
+    """The online softmax on one random head of ``n`` positions (d_head 8), every tile recorded
+    (:func:`~transformer_core.analysis.online_lab.online_demo`)."""
+    return online_lab.online_demo(n, block_q, block_k, mask_kind, seed)
