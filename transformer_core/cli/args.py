@@ -201,7 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "(eager attention, needs transformers) and print the largest differences"))
     p.add_argument("--step", type=int, help=_("causal: training checkpoint (default: the final model)"))
     p.add_argument("--ablate", metavar="HEADS",
-                   help=_("minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)"))
+                   help=_("minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)") + "; " +
+                   _("smollm2 or a local checkpoint: zero mode"))
     p.add_argument("--ablate-mode", choices=("zero", "mean", "mean_sentence"), default="zero",
                    help=_("zero: context = 0 (as head_mask did); mean: its mean per position over a reference set "
                           "(MiniLM: 16 everyday sentences; causal: 64 repeated sequences, seed 2024); mean_sentence: "

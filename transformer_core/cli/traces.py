@@ -118,10 +118,23 @@ def build_trace(args: argparse.Namespace) -> Trace:
                                       "6-layer × 12-head model)", len(given)).format(options=", ".join(given)))
         return _ablated_minilm(args, sentences) if args.ablate else \
             run_minilm_trace(sentences, padding=args.padding, max_tokens=args.max_tokens or MINILM_MAX_TOKENS)
+    if isinstance(face, Decoder):
+        if not args.ablate:
+            return run_smollm2_trace(args, sentences, face)
+        if args.ablate_mode != "zero":  # a mean needs a reference set, which the decoders have only on their page
+            raise UsageError(_("--ablate-mode {mode}: SmolLM2 and local checkpoints ablate with zero only").format(
+                mode=args.ablate_mode))
+        from ..models.gguf_weights import SmolLM2Unavailable
+
+        try:
+            sizes = face.config
+        except SmolLM2Unavailable as err:
+            raise ExportError(_("SmolLM2 export is unavailable: {reason}").format(reason=err)) from err
+        heads = _heads(args, sizes.n_layers, sizes.n_heads)
+        with face.intervene(heads):  # each head's context zeroed before W_O
+            return _marked(run_smollm2_trace(args, sentences, face), heads, "zero")
     if args.ablate:
         raise UsageError(_("--ablate applies only to --model minilm or causal"))
-    if isinstance(face, Decoder):
-        return run_smollm2_trace(args, sentences, face)
     opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
     config = EncoderConfig(d_model=opt["d_model"], n_heads=opt["n_heads"], n_layers=opt["n_layers"],
                            d_ff=4 * opt["d_model"], seed=opt["seed"])

@@ -69,7 +69,7 @@ def draw_cache() -> None:
     model = c1.radio(_("Model"), tuple(MODELS), key="modern_model", format_func={m: _(t) for m, t in MODELS.items()}.get)
     step = c2.select_slider(_("Generation step"), range(1, compute.N_NEW + 1), key="modern_step")
     # SmolLM2's first generation here is seconds of a core: a long action, unless it is cached (kept an hour)
-    long = model != "causal" and not cache.cached(compute.cache_steps, model)
+    long = compute.is_large(model) and not cache.cached(compute.cache_steps, model)
     try:
         with (long_actions.turn() if long else contextlib.nullcontext(),
               st.spinner(_("Generating 32 tokens with a cache and checking each step…"), show_time=long)):
@@ -83,7 +83,7 @@ def draw_cache() -> None:
     rows, shape = data["rows"][i], data["query_shape"][i]
     left, right = st.columns([2.3, 1])
     seen = data["labels"][:rows]
-    layer = _("layer 1") if model == "causal" else _("layer 5")
+    layer = _("layer {layer}").format(layer=data["layer"])
     fig = figs.query_row_figure(data["weights"][i], [label(t, j) for j, t in enumerate(seen)],
                                 _("The new query's weights over the cached keys ({layer}, every head)").format(layer=layer),
                                 model=model, step=step)
@@ -119,7 +119,7 @@ def timings(model: str) -> dict | None:
     (milliseconds), on request for SmolLM2 (without the cache each of its 32 steps reruns the whole sequence: seconds
     of a core). ``None`` until measured."""
     ss = st.session_state
-    ready = model == "causal" or cache.cached(compute.token_times, model)  # measured already: free, not counted
+    ready = not compute.is_large(model) or cache.cached(compute.token_times, model)  # measured already: free, not counted
     if not ready and not ss.get(f"modern_timed_{model}"):
         st.button(_("Time 32 tokens with and without the cache"), key=f"modern_time_{model}",
                   on_click=ss.__setitem__, args=(f"modern_timed_{model}", True),
