@@ -46,7 +46,7 @@ def log() -> dict:
     return training_log()
 
 
-@memo("causal_trace")
+@memo("causal_traces")
 def causal_trace(ids: tuple[int, ...], step: int | None, causal: bool) -> Trace:
     """Every stage of checkpoint ``step`` on ``ids`` (see :func:`transformer_core.models.causal.run_causal`)."""
     return run_causal(list(ids), step=step, causal=causal)
@@ -60,7 +60,7 @@ def loss_curve(step: int, lang: str = "en") -> Spec:
     return spec(fig)
 
 
-@memo("causal_trace")
+@memo("causal_traces")
 def causal_with_norms(ids: tuple[int, ...], step, causal: bool) -> Trace:
     """The causal page's trace (:func:`causal_trace`) plus ``norms`` of both layers."""
     return with_norms(causal_trace(ids, step, causal))

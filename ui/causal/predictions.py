@@ -33,7 +33,7 @@ def _text(value) -> str:
     return value if isinstance(value, str) else f"{value:g}"
 
 
-@memo("causal_trace")
+@memo("causal_traces")
 def _sample(ids: tuple[int, ...], step: int, temperature: float, k: int, p: float | None, seed: int) -> dict:
     from transformer_core.models.causal import load_causal_model
 

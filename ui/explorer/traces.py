@@ -24,7 +24,7 @@ UPLOAD_HELP = f"At most {UPLOAD_MB} MB ({UPLOAD_BYTES:,} bytes)."
 UPLOAD_LIMITS = Limits(sentences=MAX_SENTENCES, tokens=MAX_TOKENS, heads=MAX_HEADS, numbers=UPLOAD_BYTES // 2,
                        size_bytes=UPLOAD_BYTES)
 
-@memo("toy_trace")
+@memo("toy_traces")
 def toy_with_norms(settings, n_kv_heads: int | None = None, window: int | None = None, sinks: int = 0) -> Trace:
     """The explorer's toy trace (:func:`ui.parts.toy_compute.toy_trace`, with the explorer's shared key/value heads
     and sliding window) plus ``norms`` of every layer (its seeded W_O)."""

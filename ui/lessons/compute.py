@@ -23,7 +23,7 @@ def config(settings: Settings, n_heads: int | None = None, dropout: float = 0.0)
 
 
 # ---------------------------------------------------------------------------------------- masks lab
-@memo("lesson")
+@memo("lesson_results")
 def lab_trace(settings: Settings) -> Trace:
     """The toy encoder on the lab's two sentences, captured with no mask (raw scores, q, k, v, embeddings)."""
     pair, _added = lab_sentences(settings)
@@ -31,7 +31,7 @@ def lab_trace(settings: Settings) -> Trace:
                    max_tokens=LESSON_TOKENS)
 
 
-@memo("lesson")
+@memo("lesson_results")
 def mask_gallery(settings: Settings, batch: int, head: int) -> dict:
     """Causal, padding and both: ``{kind: {"mask", "masked", "weights"}}`` for one sentence and head
     (:func:`~transformer_core.analysis.masks_lab.mask_gallery`)."""
@@ -44,28 +44,28 @@ def conventions(settings: Settings, batch: int, head: int, empty_row: int) -> di
     return _conventions(settings, batch, head, empty_row, language())
 
 
-@memo("lesson")
+@memo("lesson_results")
 def _conventions(settings: Settings, batch: int, head: int, empty_row: int, lang: str) -> dict:
     with use_language(lang):
         return masks_lab.conventions(lab_trace(settings), batch, head, empty_row, settings.d_model, settings.n_heads,
                                      settings.seed)
 
 
-@memo("lesson")
+@memo("lesson_results")
 def prefix(settings: Settings, batch: int, head: int, n_new: int) -> dict:
     """The last ``n_new`` real tokens as new queries against the whole sentence (a cached prefix,
     :func:`~transformer_core.analysis.masks_lab.prefix`)."""
     return masks_lab.prefix(lab_trace(settings), batch, head, n_new)
 
 
-@memo("lesson")
+@memo("lesson_results")
 def keys_vs_queries(settings: Settings, batch: int, head: int) -> dict:
     """Padding hidden on key columns, on query rows, or both: masks, weights (ours, seed 000) and measures
     (:func:`~transformer_core.analysis.masks_lab.keys_vs_queries`)."""
     return masks_lab.keys_vs_queries(lab_trace(settings), batch, head)
 
 
-@memo("lesson")
+@memo("lesson_results")
 def dropout_lab(settings: Settings, batch: int, head: int, training: bool, p: float, dropout_seed: int) -> dict:
     """Weights before and after attention dropout for the sidebar's mask; row sums of both
     (:func:`~transformer_core.analysis.masks_lab.dropout`)."""
@@ -74,7 +74,7 @@ def dropout_lab(settings: Settings, batch: int, head: int, training: bool, p: fl
 
 
 # ---------------------------------------------------------------------------------------- pipeline
-@memo("lesson")
+@memo("lesson_results")
 def walkthrough(settings: Settings, batch: int, n_heads: int, causal: bool) -> dict:
     """One sentence through the toy encoder's first layer, every step (see ``lessons.encoder_walkthrough``)."""
     tb = batch_tokens([settings.sentences[batch]], settings.tokenizer, LESSON_TOKENS)
@@ -83,7 +83,7 @@ def walkthrough(settings: Settings, batch: int, n_heads: int, causal: bool) -> d
     return {"tokens": tokens, "truncated": tb.truncated[0], "steps": steps, **masks_lab.walkthrough_checks(steps)}
 
 
-@memo("lesson")
+@memo("lesson_results")
 def comparison(settings: Settings, batch: int, a: tuple[int, bool], b: tuple[int, bool]) -> dict:
     """Two settings ``(n_heads, causal)`` on one sentence: B − A for the attention output and the
     head-averaged weights (cells blocked under both settings are hidden)."""
@@ -91,7 +91,7 @@ def comparison(settings: Settings, batch: int, a: tuple[int, bool], b: tuple[int
     return masks_lab.compare_steps(sa, sb)
 
 
-@memo("lesson")
+@memo("lesson_results")
 def parameter_counts(d_model: int, head_counts: tuple[int, ...]) -> dict[int, int]:
     """Parameters of ``MultiHeadAttention(d_model, h)`` for every ``h``, counted on built modules."""
     return lessons.attention_parameter_counts(d_model, list(head_counts))

@@ -22,7 +22,7 @@ from .compute import lab_trace
 MAX_SINKS = 4
 
 
-@memo("lesson")
+@memo("lesson_results")
 def window_lab(settings: Settings, batch: int, head: int, window: int, sinks: int) -> dict:
     """``{"mask", "masked", "weights", "first", "first_no_sinks"}`` for one sentence and head: the window mask
     ``[query_pos, key_pos]`` (True = may attend), masked scores and weights, and each query's weight on the first key

@@ -1,6 +1,6 @@
 """Head ablation on the MiniLM page (issue 23): pick heads, see the embedding and every later layer change; rank all 72.
 
-Compute is cached by value (:mod:`ui.shell.cache` budget ``minilm_layer``, shared with the traces it sits beside), and
+Compute is cached by value (:mod:`ui.shell.cache` budget ``encoder_layers``, shared with the traces it sits beside), and
 the model is never changed: ablation runs in a thread-private context.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ def reference_nbytes(reference: tuple[str, ...] | None) -> int:
         return 0
 
 
-@memo("minilm_layer")
+@memo("encoder_layers")
 @holding_with_reference  # the whole model on the batch: one large computation at a time (ui/shell/heavy.py)
 def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str, batch: int, layer: int,
              reference: tuple[str, ...] | None = None) -> dict:
@@ -66,7 +66,7 @@ def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str,
     return out
 
 
-@memo("minilm_summary", key=lambda sentences, padding, mode, reference=None, progress=None:
+@memo("encoder_summaries", key=lambda sentences, padding, mode, reference=None, progress=None:
       (sentences, padding, mode, reference))
 @holding_with_reference
 def _ranked(sentences: tuple[str, ...], padding: bool, mode: str, reference: tuple[str, ...] | None = None,

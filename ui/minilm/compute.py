@@ -81,7 +81,7 @@ def with_example(sentences: tuple[str, ...]) -> tuple[tuple[str, ...], str | Non
     return (sentences[0], example), example
 
 
-@memo("minilm_summary")
+@memo("encoder_summaries")
 def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
     """What the page shows of every layer, small enough to cache for long inputs.
 
@@ -113,7 +113,7 @@ def minilm_summary(sentences: tuple[str, ...], padding: bool) -> dict:
     return summary
 
 
-@memo("minilm_layer")
+@memo("encoder_layers")
 def minilm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace:
     """MiniLM-L6's trace of ``sentences`` holding only the stages the page draws of one ``layer``
     (``layers.{layer}.attention.{scores,masked_scores,weights,context}``): a 512-token layer is

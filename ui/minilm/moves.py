@@ -78,7 +78,7 @@ def pair_text(pair) -> str:
 # ------------------------------------------------------------------ compute (cached by value)
 
 
-@memo("minilm_layer")
+@memo("encoder_layers")
 @holding
 def moves_data(sentences: tuple[str, ...], padding: bool) -> dict:
     """One MiniLM run recording every layer's ``weights`` and ``v``: ``{"trace": Trace (weights only),
@@ -103,7 +103,7 @@ def _norms(data: dict, batch: int) -> np.ndarray:
     return (weights * data["fnorm"][batch][:, :, None, :]).astype(np.float32)
 
 
-@memo("minilm_summary")
+@memo("encoder_summaries")
 @holding
 def norm_tiles(sentences: tuple[str, ...], padding: bool, batch: int, hide: bool) -> tuple:
     """The overview's tiles of ‖α f(x)‖ (every layer) and the largest of them: ``((z, gutter, pool), top)``."""
@@ -120,7 +120,7 @@ def norm_tiles(sentences: tuple[str, ...], padding: bool, batch: int, hide: bool
     return tiles, top if top > 0 else 1.0
 
 
-@memo("minilm_summary")
+@memo("encoder_summaries")
 @holding
 def head_type_table(sentences: tuple[str, ...], padding: bool, batch: int) -> pd.DataFrame:
     """Every head-type score of :data:`ENCODER_SCORES` for sentence ``batch``: one row per layer × head."""
@@ -135,7 +135,7 @@ def head_type_table(sentences: tuple[str, ...], padding: bool, batch: int) -> pd
     return pd.DataFrame(rows, columns=["layer", "head", *ENCODER_SCORES])
 
 
-@memo("minilm_summary")
+@memo("encoder_summaries")
 @holding
 def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> tuple[np.ndarray, np.ndarray]:
     """``(rollout or flow [n, n], last layer's mean weights [n, n])`` over the n real tokens of ``batch``.
@@ -152,7 +152,7 @@ def across(sentences: tuple[str, ...], padding: bool, batch: int, view: str) -> 
     return values, means[-1]
 
 
-@memo("minilm_layer")
+@memo("encoder_layers")
 @holding
 def norm_layer(sentences: tuple[str, ...], padding: bool, layer: int) -> Trace:
     """:func:`ui.minilm.compute.minilm_layer`'s trace plus ``layers.{layer}.attention.norms``."""

@@ -21,7 +21,7 @@ MAX_LAB_TOKENS = 16  # tokens of the positions lab's heatmaps (four stand across
 QUERY_POSITIONS = (40, 200)
 
 
-@memo("lesson")
+@memo("lesson_results")
 def positions(tokens: tuple[str, ...], alibi_head: int, query: int, key: int) -> dict:
     """Everything the positions tab draws, for ``tokens`` (at most 16) and the chosen query/key tokens
     (:func:`~transformer_core.analysis.positions_lab.tab_numbers`)."""
@@ -111,7 +111,7 @@ def full_logits() -> np.ndarray:
     return long_inputs.windowed_last_logits(model, list(long_input_ids()["ids"]), None).numpy()
 
 
-@memo("lesson")
+@memo("lesson_results")
 def window_run(window: int, sinks: int) -> dict:
     """Top-5 of the last position with every key, with the window, and with the window plus ``sinks``: one batched
     forward pass per (window, sinks), the unwindowed run shared by all (:func:`full_logits`)."""
@@ -121,7 +121,7 @@ def window_run(window: int, sinks: int) -> dict:
                                   full_logits=torch.from_numpy(full_logits().copy()))
 
 
-@memo("lesson")
+@memo("lesson_results")
 def online(n: int, block_q: int, block_k: int, mask_kind: str, seed: int = 0) -> dict:
     """The online softmax on one random head of ``n`` positions (d_head 8), every tile recorded
     (:func:`~transformer_core.analysis.online_lab.online_demo`)."""

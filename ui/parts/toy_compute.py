@@ -17,7 +17,7 @@ from ..shell.controls import MAX_TOKENS, Settings
 from ..shell.i18n import _
 
 
-@memo("toy_trace")
+@memo("toy_traces")
 def toy_trace(settings: Settings, n_layers: int = 1, dropout: float = 0.0, n_kv_heads: int | None = None,
               window: int | None = None, sinks: int = 0) -> Trace:
     """The toy encoder's trace for these settings (raises ValueError on no tokens); ``n_kv_heads`` shared key/value

@@ -41,9 +41,18 @@ from transformer_core.text.i18n import language
 # recomputing a class's shared default trace every 60 s costs ~0.2 s of CPU.
 TTL_S = float(os.environ.get("AE_CACHE_TTL_S", 60))  # (the variable: for the memory test)
 SWEEP_S = float(os.environ.get("AE_CACHE_SWEEP_S", 15))  # how often expired entries are dropped when nobody asks
-# byte budget per cache; the sum is what a replica may hold in caches (see the module docstring)
-BUDGETS_MB = {"toy_trace": 64, "lesson": 40, "minilm_summary": 32, "minilm_layer": 104, "llm_summary": 48,
-              "llm_layer": 48, "causal_trace": 48, "figures": 48, "fixed": 16}
+# byte budget per cache, named for what it holds; the sum is what a replica may hold in caches (module docstring)
+BUDGETS_MB = {
+    "toy_traces": 64,  # the toy encoder's traces of the learner's sentences (explorer, guided lessons)
+    "lesson_results": 40,  # the teaching labs' small results (masks lab, pipeline, the 2017 page's tabs)
+    "encoder_summaries": 32,  # a trained encoder's (MiniLM's) every-layer summaries: head statistics, overviews
+    "encoder_layers": 104,  # a trained encoder's one-layer traces, every stage (~40 MB at 512 tokens)
+    "llm_summary": 48,
+    "llm_layer": 48,
+    "causal_traces": 48,  # the trained causal model's traces of one sequence and checkpoint
+    "figures": 48,
+    "fixed": 16,
+}
 # Seconds an entry lives, where not TTL_S: "fixed" holds small results of inputs no student can change (the KV-cache
 # tab's generation on its own prompt, the long-inputs tab's unwindowed run), computed once an hour, not once a minute
 TTLS_S = {"fixed": float(os.environ.get("AE_CACHE_FIXED_TTL_S", 3600))}
