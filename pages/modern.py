@@ -8,7 +8,7 @@ import streamlit as st
 
 from ui.modern import kv, long_online, positions
 from ui.shell import controls
-from ui.shell.i18n import N_, _
+from ui.shell.i18n import N_, _, language
 from ui.shell.language_widgets import tabs as translated_tabs
 
 settings = controls.current()
@@ -24,7 +24,13 @@ with tabs[1]:
         kv.draw_shared()
 with tabs[2]:
     if tabs[2].open:
+        note = st.container()  # above the model and step pickers
         kv.draw_cache()
+        if language() != "en" and st.session_state.get("modern_model") == "smollm2":
+            note.caption(_("The prompt stays English: SmolLM2 learned mostly English. After a Chinese prompt such as "
+                           "“中国的首都是北京。德国的首都是” (14 characters, 26 tokens) 20 of the 32 tokens it generates "
+                           "are pieces of characters, so the cache's rows would be hard to read. A KV cache works the "
+                           "same in any language."))
 with tabs[3]:
     if tabs[3].open:
         long_online.draw_long()
