@@ -22,3 +22,9 @@ def test_a_short_sentence_takes_the_height_asked_for(n, fits):
     else:
         assert fig.layout.height == usual.layout.height and ratio == 1
     assert list(fig.layout.xaxis.range) == [-0.5, n - 0.5] and list(fig.layout.yaxis.range) == [n - 0.5, -0.5]
+
+
+def test_a_position_by_dimension_stage_takes_the_height_too():
+    trace = run_toy(["the cat sat on the mat"], EncoderConfig(d_model=16, n_heads=2))
+    fig = stage_figure(trace, "context", source=["a sentence"], fit=422)
+    assert fig.layout.height == 422 and fig.layout.yaxis.scaleanchor is None

@@ -51,8 +51,8 @@ def caption_height(caption: str, lines: list[str], width_px: int = FOCUS_WIDTH_P
 
 def fit_height(fig: go.Figure, height: int, width_px: int, n_rows: int, min_row_px: int = 17,
                flattest: float = 0.8) -> bool:
-    """Give ``fig`` (a square :func:`~transformer_core.figures.stage.heatmap` with its captions) the whole
-    ``height`` (px) when its plot keeps rows of at least ``min_row_px`` in what the labels and captions leave; cells
+    """Give ``fig`` (a :func:`~transformer_core.figures.stage.heatmap` with its captions) the whole ``height`` (px)
+    when its plot keeps rows of at least ``min_row_px`` in what the labels and captions leave; a square one's cells
     may then be up to ``1 / flattest`` as wide as tall (``scaleratio``), so a short sentence's plot keeps its width on
     a 720-px screen. False (``fig`` unchanged) when the rows would be smaller."""
     m = fig.layout.margin
@@ -61,5 +61,6 @@ def fit_height(fig: go.Figure, height: int, width_px: int, n_rows: int, min_row_
         return False
     plot_w = min(width_px, 476) - (m.l or 0) - (m.r or 0) - COLOUR_BAR_PX
     fig.layout.height = height
-    fig.layout.yaxis.scaleratio = min(1.0, max(flattest, plot_h / max(plot_w, 1)))
+    if fig.layout.yaxis.scaleanchor:
+        fig.layout.yaxis.scaleratio = min(1.0, max(flattest, plot_h / max(plot_w, 1)))
     return True

@@ -304,8 +304,8 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     that cell is framed (:func:`outline_cell`). ``width_px`` and ``square``: as :func:`heatmap`. ``source``
     (plain lines: the sentence and settings): the caption becomes a title above the plot, and the colour range
     and these lines go under it (:func:`title_and_caption`, the slide layout on screen). ``fit`` (px, with
-    ``source`` and ``square``): the whole figure's height, when every row keeps its label (:func:`fit_height`);
-    else ``height`` as usual.
+    ``source``): the whole figure's height, when every row keeps its label (:func:`fit_height`); else ``height`` as
+    usual.
 
     Raises:
         KeyError: unknown stage.
@@ -322,7 +322,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     row_scale = row_scale and stage in ("weights", "dropped_weights")
     note = _("each query row coloured from 0 to its own largest weight") if row_scale else range_note(stage, zrange, fixed)
     below = f"{caption}<br><span style='font-size:11px'>{note}</span>"  # a caption under the plot, or a header
-    fit = fit if source is not None and square and stage in PATTERN_STAGES else None
+    fit = fit if source is not None else None
     if fit:  # heatmap() thins its labels for a plot ``height`` - 70 - its key labels tall: the one ``fit`` leaves
         height = fit - caption_height(caption, [note] + list(source), width_px) + 70
     common = dict(zrange=(0.0, 1.0) if row_scale else zrange, colorscale=colorscale, meta=meta, show_scale=show_scale,
