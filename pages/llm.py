@@ -9,7 +9,7 @@ import streamlit as st
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from transformer_core.models.smollm2 import control_texts
 from transformer_core.text.tokenize import visible_bidi, visible_controls
-from ui.llm import ablation, heads, predictions, writes
+from ui.llm import ablation, heads, predictions, routes, writes
 from ui.llm import compute as llm
 from ui.shell import controls, i18n
 from ui.shell.i18n import _, ngettext
@@ -87,4 +87,5 @@ predictions.generation(prompt, summary["ids"], t, k, p)
 heads.section(prompt, summary)
 heads.stats_table(summary["stats"], n)
 writes.section(prompt, summary)
+routes.section(prompt, summary)
 ablation.section()

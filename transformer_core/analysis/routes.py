@@ -48,7 +48,7 @@ def head_writes(values: np.ndarray, w_o: np.ndarray) -> torch.Tensor:
     Raises:
         ValueError: the shapes do not fit.
     """
-    values, w_o = torch.as_tensor(np.asarray(values, np.float32)), torch.as_tensor(np.asarray(w_o, np.float32))
+    values, w_o = torch.as_tensor(np.array(values, np.float32)), torch.as_tensor(np.array(w_o, np.float32))
     n_heads, _k, d_head = values.shape
     if w_o.ndim != 2 or w_o.shape[1] != n_heads * d_head:
         raise ValueError(f"w_o must be [d_model, {n_heads * d_head}], got shape {tuple(w_o.shape)}")
@@ -68,9 +68,9 @@ def attention_contributions(weights: np.ndarray, writes: torch.Tensor, resid_pre
     contribute 0; with ``causal`` (a decoder's mask, query ``q`` sees keys ``0 … q``) the later keys are not even
     computed. ``chunk`` query positions are held at a time (``chunk × head × k × d_model`` floats).
     """
-    weights = torch.as_tensor(np.asarray(weights, np.float32))
-    pre = torch.as_tensor(np.asarray(resid_pre, np.float32))
-    mid = torch.as_tensor(np.asarray(resid_mid, np.float32))
+    weights = torch.as_tensor(np.array(weights, np.float32))
+    pre = torch.as_tensor(np.array(resid_pre, np.float32))
+    mid = torch.as_tensor(np.array(resid_mid, np.float32))
     n_heads, n, n_keys = weights.shape
     heads = np.zeros((n, n_keys, n_heads), np.float32)
     residual = np.zeros(n, np.float32)
@@ -93,8 +93,8 @@ def attention_contributions(weights: np.ndarray, writes: torch.Tensor, resid_pre
 def mlp_contributions(resid_mid: np.ndarray, mlp_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Contributions to the stream after one block's MLP, ``resid_mid + mlp_out`` (both ``[q, d_model]``):
     ``(mlp, residual)``, float32 ``[q]`` each, summing to 1."""
-    mid = torch.as_tensor(np.asarray(resid_mid, np.float32))
-    out = torch.as_tensor(np.asarray(mlp_out, np.float32))
+    mid = torch.as_tensor(np.array(resid_mid, np.float32))
+    out = torch.as_tensor(np.array(mlp_out, np.float32))
     whole = mid + out
     near_mlp, near_res = _proximity(whole, out), _proximity(whole, mid)
     total = near_mlp + near_res
@@ -196,7 +196,7 @@ def contribution_tables(n_layers: int, block, w_o, stream: np.ndarray) -> dict:
         writes = head_writes(values, w_o(layer))
         if attn is None:
             attn = np.zeros((n_layers, n, n, weights.shape[0]), np.float32)
-        moved = torch.einsum("hqk,hkm->qm", torch.as_tensor(np.asarray(weights, np.float32)), writes).numpy()
+        moved = torch.einsum("hqk,hkm->qm", torch.as_tensor(np.array(weights, np.float32)), writes).numpy()
         gap = max(gap, float(np.abs(stream[layer] + moved - mid).max()),
                   float(np.abs(mid + out - stream[layer + 1]).max()))
         attn[layer], attn_res[layer] = attention_contributions(weights, writes, stream[layer], mid)

@@ -47,7 +47,7 @@ def routes_figure(graph: nx.DiGraph, tokens: list[str], n_layers: int, *, title:
         xs += [x0, x1, None]
         ys += [y0, y1, None]
         if kind == "attention" and data.get("heads"):
-            head, share = max(data["heads"].items(), key=lambda item: item[1])
+            head = max(data["heads"].items(), key=lambda item: item[1])[0]
             layer, j, i = u[1], u[2], v[2]
             mids_x.append((x0 + x1) / 2)
             mids_y.append((y0 + y1) / 2)
@@ -68,7 +68,7 @@ def routes_figure(graph: nx.DiGraph, tokens: list[str], n_layers: int, *, title:
                                  opacity=0.35 + 0.2 * level))
     states = [node for node in graph.nodes if node[0] in ("x", "a")]
     traces.append(go.Scatter(x=[_point(s)[0] for s in states], y=[_point(s)[1] for s in states], mode="markers",
-                             hoverinfo="skip", showlegend=False, marker=dict(size=5, color="#424242")))
+                             hoverinfo="skip", showlegend=False, marker=dict(size=3, color="#616161")))
     mlps = [node for node in graph.nodes if node[0] == "m"]
     traces.append(go.Scatter(x=[_point(m)[0] for m in mlps], y=[_point(m)[1] for m in mlps], mode="markers",
                              hoverinfo="skip", showlegend=False, marker=dict(size=7, symbol="square", color=MLP)))

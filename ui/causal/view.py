@@ -20,7 +20,7 @@ from ..shell.chart import chart, image_format
 from ..shell.i18n import _
 from ..shell.markdown import plain
 from ..shell.url import bind_url
-from . import ablation, heads, predictions
+from . import ablation, heads, predictions, writes
 from . import compute as causal
 
 _STICKY_BAR = ("<style>[data-testid='stLayoutWrapper']:has(> .st-key-causal_checkpoint_bar){position:sticky;top:60px;"
@@ -42,6 +42,7 @@ def show(ids: tuple[int, ...], period: int | None, n_layers: int, n_heads: int) 
     fragments.part("causal", heads.causal, trace, step, n_layers, n_heads)
     # their own controls rerun only them (the ablation part reruns the page when its heads change: the overview frames them)
     fragments.part("causal_predictions", predictions.section, trace, list(ids), step, period)
+    writes.section(trace, step, period)
     fragments.part("causal_ablation", ablation.causal_section, step)
     ablation_controls.result_into_view("causal_")  # after a tile click that ablated a head: its result in view
 
