@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import streamlit as st
-import torch
 
+from transformer_core.analysis.token_choices import readable, short_label
 from transformer_core.records.trace import Trace
 
 from ..shell.cache import memo
@@ -156,14 +156,7 @@ def token_label(tokenizer_id: int) -> str:
 def lens_label(tokenizer_id: int) -> str:
     """A token's label for a small cell: a byte piece that completes no character is ``‹bytes›`` (its bytes in
     the hover's full label would not fit: ``<0xE4><0xBB> (part of a character)``)."""
-    label = token_label(tokenizer_id)
-    return _("‹bytes›") if "<0x" in label else label
-
-
-def readable(label: str) -> str:
-    """``label`` of one token, saying in the page's language when it holds bytes of a character that the token
-    alone does not complete (byte fallback: ``<0xE4><0xBB>`` → ``<0xE4><0xBB> (part of a character)``)."""
-    return _("{piece} (part of a character)").format(piece=label) if "<0x" in label else label
+    return short_label(token_label(tokenizer_id))
 
 
 LENS_POSITIONS = 20  # the logit lens shows the prompt's last 20 positions (31 rows × 20 cells, readable at 1280 px)
@@ -175,24 +168,18 @@ def choices(prompt: str) -> dict:
     """The tokens "What the heads write" offers: ``{"ids": the top-5 after the prompt, then the prompt's own tokens
     (each once), "probs": {id: probability at T = 1}, "labels": {id: readable label}, "nearest": {id: the prompt's
     token (another one) whose unembedding row is closest to this one's by cosine}}``: the default contrast, a
-    word of the same kind (" Mary" → " John", " Berlin" → " Paris"); None when the prompt has no other whole token."""
+    word of the same kind (" Mary" → " John", " Berlin" → " Paris"); None when the prompt has no other whole token
+    (:mod:`transformer_core.analysis.token_choices`)."""
     from transformer_core.analysis.logit_lens import unembedding
     from transformer_core.analysis.predictions import softmax_t
+    from transformer_core.analysis.token_choices import is_byte_piece, nearest_by_unembedding, offered
 
     net, _tokenizer = model()
     whole = summary(prompt)
     probs = softmax_t(whole["logits"], 1.0)  # [vocab] float64
-    top = [int(i) for _label, i, _p in whole["top"][-1]]
-    own = list(dict.fromkeys(int(i) for i in whole["ids"]))
-    ids = list(dict.fromkeys(top + own))
-    with torch.no_grad():
-        rows = torch.nn.functional.normalize(unembedding(net)[ids].double(), dim=-1)  # [choice, d_model]
-        cosine = (rows @ rows.T).numpy()
-    nearest = {}
-    for a, i in enumerate(ids):
-        others = [(cosine[a, b], j) for b, j in enumerate(ids)  # a whole word or character, not a byte piece
-                  if j != i and j in own and "<0x" not in token_label(j)]
-        nearest[i] = max(others)[1] if others else None
+    ids, own = offered([i for _label, i, _p in whole["top"][-1]], whole["ids"])
+    whole_tokens = [j for j in own if not is_byte_piece(token_label(j))]  # a word or character, not a byte piece
+    nearest = nearest_by_unembedding(unembedding(net), ids, whole_tokens)
     return {"ids": ids, "probs": {i: float(probs[i]) for i in ids}, "labels": {i: token_label(i) for i in ids},
             "nearest": nearest}
 
