@@ -69,3 +69,26 @@ def test_bad_requests_exit_2_with_one_line(capsys, args, words):
     assert main(["--text", IOI, "--format", "json", "--out", "-", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
+
+
+def test_routes_json_is_the_core_route_and_a_bad_threshold_exits_2(capsys):
+    from transformer_core.analysis.routes import contribution_tables, edge_rows, route_graph
+    from transformer_core.models.smollm2 import load_smollm2
+    from transformer_core.models.smollm2_trace import route_block, run_smollm2
+
+    out = export_json(capsys, "--view", "routes", "--threshold", "0.1")
+    routes = out["routes"]
+    assert routes["position"] == 13 and routes["threshold"] == 0.1
+    model, _tokenizer = load_smollm2()
+    _trace, prediction = run_smollm2(IOI, residuals=True, only=lambda n: False)
+    stream = prediction["stream"]
+    tables = contribution_tables(30, lambda layer: route_block(stream[layer], layer),
+                                 lambda layer: model.layers[layer].attention.W_O.weight.detach().numpy(), stream)
+    core = edge_rows(route_graph(tables["attn"], tables["attn_residual"], tables["mlp"], tables["mlp_residual"],
+                                 13, 0.1))
+    assert [(r["kind"], r["layer"], r["from"], r["to"]) for r in routes["edges"]] == \
+        [(r["kind"], r["layer"], r["from"], r["to"]) for r in core]
+    np.testing.assert_allclose([r["weight"] for r in routes["edges"]], [r["weight"] for r in core], atol=1e-9)
+    assert main(["--model", "smollm2", "--text", IOI, "--view", "routes", "--threshold", "1.5", "--format", "json",
+                 "--out", "-"]) == 2
+    assert "--threshold" in capsys.readouterr().err

@@ -229,11 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", type=int, help=_("attention head (default: all heads)"))
     p.add_argument("--stage", choices=STAGES, default="weights",
                    help=_("which matrix (default weights); norms = value-weighted norms ‖α·f(x)‖ (W_O from the model)"))
-    p.add_argument("--view", choices=("rollout", "flow", "flow_raw", "dla", "logit-lens", "patching"),
+    p.add_argument("--view", choices=("rollout", "flow", "flow_raw", "dla", "logit-lens", "patching", "routes"),
                    help=_("instead of one layer: attention rollout or flow of --batch's sentence across every layer "
                         "(flow: rows normalised to sum 1 as Abnar & Zuidema's code; flow_raw: maximum flow in "
                         "capacity units; flow: at most 16 tokens); with --model smollm2 what the heads write: dla "
-                        "(direct logit attribution), logit-lens, patching"))
+                        "(direct logit attribution), logit-lens, patching, routes (information-flow routes into the last token)"))
+    p.add_argument("--threshold", type=float, default=0.04, metavar="T",
+                   help=_("routes: contribution threshold in [0, 1) (default 0.04, as the LLM Transparency Tool)"))
     p.add_argument("--target", metavar="TOKEN", help=_("dla, logit-lens, patching: the token explained, e.g. \" Mary\" "
                                                       "(default: the model's prediction)"))
     p.add_argument("--contrast", metavar="TOKEN", help=_("dla, patching: the token whose logit is subtracted, "

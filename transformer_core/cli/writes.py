@@ -1,4 +1,4 @@
-"""The export command's "what the heads write" views on SmolLM2: ``--view dla|logit-lens|patching``.
+"""The export command's "what the heads write" views on SmolLM2: ``--view dla|logit-lens|patching|routes``.
 
 ``dla``: each head's and MLP's direct share of ``--target``'s logit (minus ``--contrast``'s), the final norm's scale
 frozen (:mod:`~transformer_core.analysis.logit_attribution`); ``logit-lens``: each layer's residual stream through
@@ -6,8 +6,10 @@ the final norm and W_U (:mod:`~transformer_core.analysis.logit_lens`); ``patchin
 residual stream at each position patched from the prompt into ``--corrupt`` (:mod:`~transformer_core.analysis.
 patching`). JSON keys: ``dla`` → ``heads`` [layer][head], ``mlps`` [layer], ``embed``, ``total``, ``logit_diff``;
 ``logit_lens`` → ``target_prob`` [row][position] (row 0 the embeddings, the last row the model's output) and
-``top_tokens``; ``patching`` → ``heads`` [layer][head] and ``positions`` [layer][position], normalised. CSV: the
-main matrix with labelled rows and columns. PNG/SVG/HTML: the page's figure.
+``top_tokens``; ``patching`` → ``heads`` [layer][head] and ``positions`` [layer][position], normalised; ``routes``
+→ ``position``, ``threshold`` and ``edges`` (``kind``, ``layer``, ``from``, ``to``, ``weight``, ``heads``), the
+information-flow route into the last token (:mod:`~transformer_core.analysis.routes`). CSV: the main matrix with
+labelled rows and columns (routes: one row an edge). PNG/SVG/HTML: the page's figure.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from ..text.i18n import _
 from .args import ExportError, UsageError
 from .slides import render_image, slide_figure
 
-VIEWS = ("dla", "logit-lens", "patching")
+VIEWS = ("dla", "logit-lens", "patching", "routes")
 MAX_PATCH_TOKENS = 32
 
 
@@ -90,6 +92,8 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
         rows = ["embeddings"] + [f"after layer {i}" for i in range(len(top) - 1)]
         frame = pd.DataFrame(out["target_prob"], index=rows, columns=[f"{j}: {t}" for j, t in enumerate(tokens)])
         fig = lens_figure(out["target_prob"], top, tokens, target=label(target))
+    elif args.view == "routes":
+        data, frame, fig = _routes(model, face.checkpoint, prediction["stream"], tokens, args.threshold)
     else:
         if contrast is None:
             raise UsageError(_("--view patching measures a logit difference: give --contrast"))
@@ -117,6 +121,28 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
                                                config=figures.chart_config(name.rsplit(".", 1)[0]))
     return name, render_image(slide_figure(fig, what, sentences[0]), fmt, width=args.width, height=args.height,
                               scale=args.scale)
+
+
+def _routes(model, checkpoint, stream: np.ndarray, tokens: list[str], threshold: float):
+    """``(data, frame, figure)`` of the information-flow route into the last token."""
+    from ..analysis.routes import contribution_tables, edge_rows, route_graph
+    from ..figures.routes import routes_figure
+    from ..models.smollm2_trace import route_block
+
+    if not 0.0 <= threshold < 1.0:
+        raise UsageError(_("--threshold must be in [0, 1), got {t}").format(t=threshold))
+    n_layers = stream.shape[0] - 1
+    tables = contribution_tables(n_layers, lambda layer: route_block(stream[layer], layer, checkpoint),
+                                 lambda layer: model.layers[layer].attention.W_O.weight.detach().numpy(), stream)
+    graph = route_graph(tables["attn"], tables["attn_residual"], tables["mlp"], tables["mlp_residual"],
+                        len(tokens) - 1, threshold)
+    rows = edge_rows(graph)
+    data = {"position": len(tokens) - 1, "threshold": threshold, "edges": rows}
+    frame = pd.DataFrame([{**r, "heads": " ".join(f"H{h}:{w:.4f}" for h, w in r["heads"].items())} for r in rows],
+                         columns=["kind", "layer", "from", "to", "weight", "heads"])
+    fig = routes_figure(graph, tokens, n_layers, title=_("Route into {token} (threshold {t})").format(
+        token=f"{len(tokens) - 1}: {tokens[-1]}", t=threshold))
+    return data, frame, fig
 
 
 def _swap_last(prompt: str, old: str, new: str) -> str:

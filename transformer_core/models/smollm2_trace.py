@@ -145,10 +145,12 @@ def encode_labels(raw_tokens: list[str]) -> list[str]:
     return token_labels(list(raw_tokens))
 
 
-def route_block(residual: np.ndarray, layer: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What :func:`~transformer_core.analysis.routes.contribution_tables` reads of SmolLM2's block ``layer``,
-    recomputed from ``residual`` (the stream entering it, ``[pos, d_model]``): ``(weights [head, q, k], values
-    [head, k, d_head] (repeated per query head), resid_mid [q, d_model], mlp_out [q, d_model])``, float32."""
+def route_block(residual: np.ndarray, layer: int, checkpoint=None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                             np.ndarray]:
+    """What :func:`~transformer_core.analysis.routes.contribution_tables` reads of SmolLM2's block ``layer`` (or a
+    local ``checkpoint``'s), recomputed from ``residual`` (the stream entering it, ``[pos, d_model]``): ``(weights
+    [head, q, k], values [head, k, d_head] (repeated per query head), resid_mid [q, d_model], mlp_out [q,
+    d_model])``, float32."""
     names = ("attention.weights", "attention.v", "attention.output", "feed_forward.projected")
-    stages = block_stages(residual, layer, only=lambda n: n.endswith(names))
+    stages = block_stages(residual, layer, only=lambda n: n.endswith(names), checkpoint=checkpoint)
     return tuple(stages[f"layers.{layer}.{name}"][0] for name in names)
