@@ -175,13 +175,14 @@ def test_open_head_readable_and_in_view_at_1280x720(server, chromium, lang, n_to
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_what_the_heads_write_at_1280x720(server, chromium, lang, tmp_path):
-    """The attribution grid and its answer side by side in one screen, the logit lens opened from its box, no text of
-    either figure outside its chart; screenshots for a person to look at."""
+    """The attribution grid and its answer side by side in one screen, the logit lens and the routes opened from their
+    boxes, no text of any figure outside its chart; a click on a route's edge opens that edge's head with its cell;
+    screenshots for a person to look at."""
     folder = images_folder(tmp_path)
     page = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
-    page.goto(f"{server}/llm?lang={lang}&lens=1")
+    page.goto(f"{server}/llm?lang={lang}&lens=1&routes=1")
     wait_idle(page, 240_000)
-    for view in ("dla", "logit_lens"):
+    for view in ("dla", "logit_lens", "routes"):
         box = page.evaluate("""(v) => { const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
             .find(d => d.layout && d.layout.meta && d.layout.meta.view === v);
             d.scrollIntoView({block: 'start'}); window.scrollBy(0, -60);
@@ -191,4 +192,23 @@ def test_what_the_heads_write_at_1280x720(server, chromium, lang, tmp_path):
         assert box["right"] <= WIDTH and box["bottom"] - box["top"] <= HEIGHT, (view, box)
     spilled = [s for s in page.evaluate(SPILLED) if s and s[0] is None]
     assert not spilled, spilled[:5]
+    # the strongest edge from another token: its diamond opens its head, the edge's cell explained, in view
+    x, y, data = page.evaluate("""() => { const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout && d.layout.meta && d.layout.meta.view === 'routes');
+        const last = d.data.length - 1, cd = d.data[last].customdata;
+        let best = -1; cd.forEach((c, i) => { if (c[2] !== c[3] && (best < 0 || c[4] > cd[best][4])) best = i; });
+        d.scrollIntoView({block: 'center'});
+        const r = d.querySelectorAll('.scatterlayer .trace')[last].querySelectorAll('.point')[best]
+            .getBoundingClientRect();
+        return [r.left + r.width / 2, r.top + r.height / 2, cd[best]]; }""")
+    page.mouse.click(x, y)
+    page.wait_for_function("""([layer, head]) => { const u = new URLSearchParams(location.search);
+        return u.get('layer') === String(layer) && u.get('head') === String(head); }""", arg=data[:2], timeout=120_000)
+    wait_idle(page, 120_000)
+    opened = focus(page)
+    assert opened and (opened["meta"]["layer"], opened["meta"]["head"]) == tuple(data[:2]), (opened, data)
+    assert opened["top"] < HEIGHT and opened["bottom"] > 0, opened  # brought into view
+    query = page.evaluate("() => Object.fromEntries(new URLSearchParams(location.search))")
+    assert (int(query["q"]), int(query["k"])) == (data[3], data[2])  # the edge's cell: its query reads its key
+    page.screenshot(path=str(folder / f"llm_{lang}_route_clicked.png"))
     page.close()
