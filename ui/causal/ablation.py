@@ -31,7 +31,7 @@ def _measure(step: int, heads: tuple, mode: str, ref_seed: int | None = None) ->
     return measure(load_causal_model(step), heads, mode="zero" if not heads else mode, reference=reference)
 
 
-@memo("fixed", key=lambda heads, mode, ref_seed=None, progress=None: (heads, mode, ref_seed))
+@memo("fixed_inputs", key=lambda heads, mode, ref_seed=None, progress=None: (heads, mode, ref_seed))
 def _causal_curve(heads: tuple, mode: str, ref_seed: int | None = None, progress=None) -> dict:
     """Intact and ablated per checkpoint: one cache hit per run rather than two per checkpoint (a few floats per
     checkpoint, kept an hour). ``progress(done, total)`` after each checkpoint."""

@@ -41,7 +41,7 @@ def model():
     return net, tokenizer
 
 
-@memo("llm_summary")
+@memo("llm_summaries")
 def summary(prompt: str) -> dict:
     """What the page shows of every layer of ``prompt`` (cut to :data:`MAX_LLM_TOKENS` tokens), from one run: the
     weights are kept only long enough to reduce them, and the residual stream entering each block is kept, so that
@@ -73,7 +73,7 @@ def summary(prompt: str) -> dict:
             "parts": prediction["parts"]}
 
 
-@memo("llm_layer")
+@memo("llm_layers")
 def layer_trace(prompt: str, layer: int) -> Trace:
     """SmolLM2's trace of ``prompt`` holding the stages the head view draws, of one ``layer`` only: that block
     recomputed from the residual stream :func:`summary` kept (no run of the model; equal to capturing it in a whole
@@ -113,7 +113,7 @@ def ioi_intact() -> dict:
             "top": [(token_label(int(i)), int(i), float(probs[i])) for i in best]}
 
 
-@memo("llm_summary")
+@memo("llm_summaries")
 def effect(heads: tuple, mode: str, reference: str) -> dict:
     """:func:`~transformer_core.analysis.ablation_smollm2.ablation_effect` on the IOI prompt."""
     from transformer_core.analysis.ablation_smollm2 import ablation_effect
@@ -122,7 +122,7 @@ def effect(heads: tuple, mode: str, reference: str) -> dict:
     return ablation_effect(heads=heads, mode=mode, reference=reference)
 
 
-@memo("fixed", key=lambda mode, reference, progress=None: (mode, reference))
+@memo("fixed_inputs", key=lambda mode, reference, progress=None: (mode, reference))
 def ranked(mode: str, reference: str, progress=None) -> dict:
     """:func:`~transformer_core.analysis.ablation_smollm2.rank_heads` on the IOI prompt (30 batched passes, each from
     the ablated layer on; ~9 s of one core). The prompt is fixed, so a ranking is kept an hour for everyone."""
@@ -132,7 +132,7 @@ def ranked(mode: str, reference: str, progress=None) -> dict:
     return rank_heads(mode=mode, reference=reference, progress=progress)
 
 
-@memo("fixed")
+@memo("fixed_inputs")
 def ioi_last_rows() -> dict:
     """The IOI prompt's readable tokens and the last position's attention weights in every head:
     ``{"tokens", "rows": [layer, head, key_pos]}``."""
@@ -163,7 +163,7 @@ LENS_POSITIONS = 20  # the logit lens shows the prompt's last 20 positions (31 r
 MAX_PATCH_TOKENS = 32  # patching runs 30 batched passes of heads and 30 of positions: its cost grows with the prompt
 
 
-@memo("llm_summary")
+@memo("llm_summaries")
 def choices(prompt: str) -> dict:
     """The tokens "What the heads write" offers: ``{"ids": the top-5 after the prompt, then the prompt's own tokens
     (each once), "probs": {id: probability at T = 1}, "labels": {id: readable label}, "nearest": {id: the prompt's
@@ -184,7 +184,7 @@ def choices(prompt: str) -> dict:
             "nearest": nearest}
 
 
-@memo("llm_summary")
+@memo("llm_summaries")
 def attribution(prompt: str, target: int, contrast: int | None) -> dict:
     """Direct logit attribution at the prompt's last position from :func:`summary`'s parts (no model run):
     :func:`~transformer_core.analysis.logit_attribution.direct_logit_attribution`."""
@@ -195,7 +195,7 @@ def attribution(prompt: str, target: int, contrast: int | None) -> dict:
     return direct_logit_attribution(net, {**parts, "heads": head_outputs(net, parts["contexts"])}, target, contrast)
 
 
-@memo("llm_summary")
+@memo("llm_summaries")
 def lens(prompt: str, target: int) -> dict:
     """The logit lens of the prompt's last :data:`LENS_POSITIONS` positions from :func:`summary`'s residual stream
     (no model run; 31 rows through the final norm and W_U): :func:`~transformer_core.analysis.logit_lens.logit_lens`
@@ -212,7 +212,7 @@ def lens(prompt: str, target: int) -> dict:
     return out
 
 
-@memo("llm_summary", key=lambda prompt, corrupt, target, contrast, progress=None: (prompt, corrupt, target, contrast))
+@memo("llm_summaries", key=lambda prompt, corrupt, target, contrast, progress=None: (prompt, corrupt, target, contrast))
 def patched(prompt: str, corrupt: str, target: int, contrast: int, progress=None) -> dict:
     """Activation patching from ``prompt`` (clean) into ``corrupt``: every head's output, then the residual stream
     entering every layer at every position (:mod:`transformer_core.analysis.patching`). ``progress(done, total)``

@@ -26,7 +26,7 @@ from ..shell.lazy import lazy_expander
 from ..shell.url import bind_url
 from . import compute
 
-@memo("llm_summary")
+@memo("llm_summaries")
 def route_tables(prompt: str) -> dict:
     """Every block's contributions for the information-flow routes of ``prompt``
     (:func:`~transformer_core.analysis.routes.contribution_tables`): each block recomputed once from the page's

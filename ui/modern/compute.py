@@ -44,13 +44,13 @@ def is_large(model_name: str) -> bool:
     return not isinstance(models.load(model_name), models.CausalFace)
 
 
-@memo("fixed")
+@memo("fixed_inputs")
 def cache_steps(model_name: str) -> dict:
     """32 greedy steps with a KV cache on ``"causal"`` (the trained causal model, :data:`CAUSAL_PROMPT`) or
     ``"smollm2"`` (:data:`SMOLLM2_PROMPT`), each checked against recomputation; token labels included, and
     ``"seconds"``: what generating and checking took here (wall time), ``"layer"``: the layer whose weights are kept.
 
-    The prompt is fixed, so the result is computed once and kept (the "fixed" cache, an hour) for everyone: the
+    The prompt is fixed, so the result is computed once and kept (the "fixed_inputs" cache, an hour) for everyone: the
     generation is 32 cached steps and the check one run over the whole sequence (SmolLM2: 33 forward calls)."""
     import time
 
@@ -80,7 +80,7 @@ def cache_steps(model_name: str) -> dict:
             "layer": layer}
 
 
-@memo("fixed")
+@memo("fixed_inputs")
 def token_times(model_name: str) -> dict:
     """Seconds per generated token, greedy, :data:`N_NEW` tokens after the tab's prompt, measured now on this server:
     ``{"cached", "uncached", "n", "same"}`` (``same``: both ways chose the same tokens). Without the cache each step
@@ -96,7 +96,7 @@ def token_times(model_name: str) -> dict:
     return kv_cache_steps.timed_greedy(model, prompt, N_NEW)
 
 
-@memo("fixed")
+@memo("fixed_inputs")
 def long_input_ids() -> dict:
     """SmolLM2's tokens of :data:`LONG_TEXT` (labels shown with ␣ for a space)."""
     _model, tokenizer, encode = _smollm2()
@@ -104,7 +104,7 @@ def long_input_ids() -> dict:
     return {"ids": tuple(ids), "labels": labels}
 
 
-@memo("fixed")
+@memo("fixed_inputs")
 def full_logits() -> np.ndarray:
     """SmolLM2's logits ``[vocab]`` after :data:`LONG_TEXT` with every key (no window): one run, kept an hour."""
     model, _tokenizer, _encode = _smollm2()

@@ -47,15 +47,15 @@ BUDGETS_MB = {
     "lesson_results": 40,  # the teaching labs' small results (masks lab, pipeline, the 2017 page's tabs)
     "encoder_summaries": 32,  # a trained encoder's (MiniLM's) every-layer summaries: head statistics, overviews
     "encoder_layers": 104,  # a trained encoder's one-layer traces, every stage (~40 MB at 512 tokens)
-    "llm_summary": 48,
-    "llm_layer": 48,
+    "llm_summaries": 48,  # a real LLM's every-layer summary of one prompt, with its residual stream (~10 MB at 128)
+    "llm_layers": 48,  # a real LLM's one-layer traces, recomputed from that residual stream (~3 MB at 128 tokens)
     "causal_traces": 48,  # the trained causal model's traces of one sequence and checkpoint
-    "figures": 48,
-    "fixed": 16,
+    "figures": 48,  # Plotly figures built from a cached trace (per_trace below)
+    "fixed_inputs": 16,  # results of inputs no student can change: fixed prompts' generations, rankings, timings
 }
-# Seconds an entry lives, where not TTL_S: "fixed" holds small results of inputs no student can change (the KV-cache
-# tab's generation on its own prompt, the long-inputs tab's unwindowed run), computed once an hour, not once a minute
-TTLS_S = {"fixed": float(os.environ.get("AE_CACHE_FIXED_TTL_S", 3600))}
+# Seconds an entry lives, where not TTL_S: fixed inputs' results (the KV-cache tab's generation on its own prompt, the
+# long-inputs tab's unwindowed run, the IOI ranking) are computed once an hour, not once a minute
+TTLS_S = {"fixed_inputs": float(os.environ.get("AE_CACHE_FIXED_TTL_S", 3600))}
 
 _caches: dict[str, tuple[cachetools.TTLCache, threading.Condition]] = {}
 _sweeper: threading.Thread | None = None
