@@ -106,11 +106,13 @@ def window_predictions(model, ids: list[int], window: int, sinks: int = 1,
     return out
 
 
-def window_run(model, ids: list[int], window: int, sinks: int, label, full_logits: torch.Tensor | None = None) -> dict:
+def window_run(model, ids: list[int], window: int, sinks: int, label, full_logits=None) -> dict:
     """:func:`window_predictions` with each top-5 entry as ``(label(id), id, probability)`` and ``"mask"``: the
     window's mask ``[query_pos, key_pos]`` (True = may attend) as a NumPy array, for the page, the CLI or a notebook.
-    ``label``: token id → its text (the long-inputs tab writes a space as ␣)."""
-    out = window_predictions(model, ids, window, sinks, full_logits=full_logits)
+    ``label``: token id → its text (the long-inputs tab writes a space as ␣). ``full_logits`` ``[vocab]``: a tensor
+    or array (copied: a cached array may be read-only)."""
+    full = None if full_logits is None else torch.tensor(full_logits)
+    out = window_predictions(model, ids, window, sinks, full_logits=full)
     for key in ("full", "window", "sinks"):
         out[key] = [(label(i), i, p) for i, p in out[key]]
     out["mask"] = sliding_window_mask(len(ids), window=window, sinks=sinks).numpy()

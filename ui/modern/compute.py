@@ -6,7 +6,6 @@ online_lab), where the numbers are made; NumPy arrays and plain values out. Mode
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from transformer_core.analysis import kv_cache_steps, long_inputs, online_lab, positions_lab
 
@@ -118,7 +117,7 @@ def window_run(window: int, sinks: int) -> dict:
     model, tokenizer, _encode = _smollm2()
     ids = list(long_input_ids()["ids"])
     return long_inputs.window_run(model, ids, window, sinks, lambda i: tokenizer.decode([i]).replace(" ", "␣"),
-                                  full_logits=torch.from_numpy(full_logits().copy()))
+                                  full_logits=full_logits())
 
 
 @memo("lesson_results")
