@@ -1,7 +1,8 @@
 """In Chromium at 1280×720: the explorer's focused heatmap, with its caption, ends above the screen's bottom edge on
 the first screen for sentences of up to 12-13 tokens, English and Chinese, short words and long (a 4-token Chinese
 sentence's last row was cut in half, and the default sentence's caption was below the fold), while its plot stays at
-least 250 px wide with every token labelled; at 20 tokens the plot itself still ends in view."""
+least 250 px wide with every token labelled, and the tiles of the 8 heads beside it end in view too; at 20 tokens the
+plot itself still ends in view."""
 from __future__ import annotations
 
 import urllib.parse
@@ -16,7 +17,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str
 FOCUS = """() => { const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
         .find(d => d.layout && d.layout.meta && d.layout.meta.head !== undefined && d.layout.meta.stage !== 'heads');
     const plot = d.querySelector('g.hm image').getBoundingClientRect();
+    const tiles = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'heads');
     return {figure: d.getBoundingClientRect().bottom, plot: plot.bottom, width: plot.width,
+            tiles: tiles.getBoundingClientRect().bottom,
             labels: d.querySelectorAll('.ytick text').length, rows: d._fullData[0].z.length,
             scrolled: document.querySelector('[data-testid="stMain"]').scrollTop + window.scrollY}; }"""
 
@@ -39,3 +43,4 @@ def test_the_focused_heatmap_is_in_the_first_screen(server, chromium, lang, text
     if whole:
         assert found["figure"] <= 720, found  # the caption too
         assert found["width"] >= 250 and found["labels"] == found["rows"], found  # large, every row labelled
+        assert found["tiles"] <= 720, found  # and the 8 heads' tiles beside it (56-px tiles; 66 ended at 736)

@@ -263,9 +263,10 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
                     _("All {h} heads, same colours. **Click a tile's centre** to focus that head.")).format(h=data.shape[1]))
         n_cols = 4 if data.shape[1] > 2 else data.shape[1]
         # the focused head's tile is framed: the figure is resent when the head changes (one small chart)
-        # kept as chart JSON (ui/shell/chart.Spec): a rerun showing the same tiles neither builds nor serialises them
+        # kept as chart JSON (ui/shell/chart.Spec): a rerun showing the same tiles neither builds nor serialises them;
+        # 56-px tiles: 8 heads' two rows end above a 720-px screen's edge beside the explorer's head (66 ended at 736)
         tiles = cache.per_trace(trace, ("tiles", stage, batch, layer, zrange, hidden, n_cols, head), lambda: spec(heads_figure(
-            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=66,
+            trace, stage, batch=batch, layer=layer, zrange=zrange, hide_keys=hide_keys, n_cols=n_cols, tile_px=56,
             focus=head)))
         tiles_key = f"{key_prefix}tiles_{stage}_{layer}"
         chart(tiles, key=tiles_key, on_select=lambda: _focus_head(tiles_key, f"{key_prefix}head"),
