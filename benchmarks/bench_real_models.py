@@ -113,6 +113,25 @@ def main(argv=None) -> int:
     record("/llm another layer's head", "≤ 0.15 s", [click("llm_layer", 3 + i) for i in range(repeats)])
     record("/llm a stage", "≤ 0.1 s", [click("llm_stage", s) for s in (["scores", "weights"] * repeats)[:repeats]])
 
+    # what the heads write: the lens box and the routes box opened on a prompt already open, then a threshold step
+    def opened(box):
+        results = []
+        for i in range(repeats):
+            click("llm_prompt", PROMPTS[1 + (i + 2) % (len(PROMPTS) - 1)] + " again")()  # untimed: a new prompt
+            results.append(timed(click(box, True), counter))
+            click(box, False)()
+        return results
+
+    for box, name, goal in (("llm_lens_box", "/llm open the logit lens (31 rows × 14 positions)", "≤ 0.6 s"),
+                            ("llm_routes_box", "/llm open the information-flow routes", "≤ 1 model run")):
+        results = opened(box)
+        rows.append((name, statistics.median(r[0] for r in results), statistics.median(r[1] for r in results), goal))
+        print(f"{name}: {rows[-1][1]:.3f} s, {rows[-1][2]:g} forwards", flush=True)
+    click("llm_routes_box", True)()
+    record("/llm a routes threshold step", "≤ 0.2 s",
+           [click("llm_threshold", t) for t in ([0.1, 0.04] * repeats)[:repeats]])
+    click("llm_routes_box", False)()
+
     # the KV-cache tab on SmolLM2, first visit (caches cleared) and a step change
     def open_tab(section, **query):
         def run():
