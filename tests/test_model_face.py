@@ -78,3 +78,40 @@ def test_ablating_a_head_through_the_face_is_hugging_faces_zeroed_slice(tiny_che
         hook.remove()
     assert (ours - theirs).abs().max().item() <= 1e-4
     assert (ours - intact).abs().max().item() > 1e-3  # the ablation changed something
+
+
+def test_the_decoder_analyses_run_on_a_local_checkpoint_as_hugging_face_computes(tiny_checkpoints):
+    """Ablation, ranking and generation, written for SmolLM2, take a decoder's face: the ablated probabilities
+    equal Hugging Face's with the head's o_proj slice zeroed, ranking agrees with one ablation, and greedy
+    generation with the KV cache gives Hugging Face's argmax continuation."""
+    from transformer_core.analysis.ablation_smollm2 import ablation_effect, rank_heads
+    from transformer_core.analysis.smollm2_generate import generate
+
+    folder, hf = tiny_checkpoints["qwen2"]
+    face = models.load(str(folder))
+    effect = ablation_effect(tc.TEXT, [(0, 3)], targets=(" Mary", " John"), face=face)
+    ids = face.encode(tc.TEXT)[0]
+    mary = face.tokenizer.token_to_id("ĠMary")
+
+    def zero_head(module, args):
+        x = args[0].clone()
+        x[..., 3 * 16:4 * 16] = 0.0
+        return (x,)
+
+    hook = hf.model.layers[0].self_attn.o_proj.register_forward_pre_hook(zero_head)
+    try:
+        logits, _ = tc.hf_run(hf, ids)
+    finally:
+        hook.remove()
+    assert effect["ablated"]["targets"][" Mary"] == pytest.approx(
+        torch.softmax(logits[-1].double(), -1)[mary].item(), abs=1e-6)
+    ranked = rank_heads(tc.TEXT, targets=(" Mary", " John"), face=face)
+    assert ranked["probs"].shape == (2, 4, 2)
+    assert ranked["probs"][0, 3, 0] == pytest.approx(effect["ablated"]["targets"][" Mary"], abs=1e-7)
+    with pytest.raises(ValueError, match="zero"):
+        rank_heads(tc.TEXT, targets=(" Mary",), mode="mean", face=face)
+    out = generate(tc.TEXT, 6, face=face, stop_at_eos=False)
+    expected = list(ids)
+    for _ in range(6):
+        expected.append(int(tc.hf_run(hf, expected)[0][-1].argmax()))
+    assert out["ids"] == expected

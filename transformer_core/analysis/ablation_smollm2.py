@@ -127,9 +127,23 @@ def _summary(probs: torch.Tensor, targets: tuple[str, ...], ids: list[int], toke
                     for p, i in zip(best.values, best.indices)]}
 
 
+def _decoder(face, mode: str):
+    """``(model, tokenizer, encode(text) → (ids, raw, labels))`` of SmolLM2 (``face`` None) or of a decoder's face
+    (:class:`~transformer_core.models.face.Decoder`, e.g. a local checkpoint). The mean mode's reference sets are
+    SmolLM2's runs, so another model ablates with zero only."""
+    if face is None:
+        model, tokenizer = load_smollm2()
+        return model, tokenizer, lambda text: encode(text, tokenizer)
+    if mode != "zero":
+        raise ValueError(f"ablation mode {mode!r} needs SmolLM2's reference set: another model ablates with 'zero'")
+    model, tokenizer, special = face.parts()
+    return model, tokenizer, lambda text: encode(text, tokenizer, add_special_tokens=special)
+
+
 def ablation_effect(prompt: str = IOI_PROMPT, heads: Iterable[Head] = (), *, mode: str = "zero",
-                    reference: str = "ioi", targets: Iterable[str] = TARGETS, top: int = 5) -> dict:
-    """The next token after ``prompt``, intact and with ``heads`` (``[(layer, head)]``) ablated.
+                    reference: str = "ioi", targets: Iterable[str] = TARGETS, top: int = 5, face=None) -> dict:
+    """The next token after ``prompt``, intact and with ``heads`` (``[(layer, head)]``) ablated; on SmolLM2, or on
+    the decoder ``face`` (zero mode).
 
     Returns ``{"tokens": readable labels of the prompt, "heads", "mode", "reference", "intact" and "ablated":
     {"targets": {target: probability}, "top": [(label, id, probability)] × top}}``.
@@ -138,9 +152,9 @@ def ablation_effect(prompt: str = IOI_PROMPT, heads: Iterable[Head] = (), *, mod
         ValueError: empty prompt, a target that is not one token, a bad mode or head.
         KeyError: unknown reference set. SmolLM2Unavailable: the GGUF file is missing.
     """
-    model, tokenizer = load_smollm2()
+    model, tokenizer, encode_text = _decoder(face, mode)
     targets = tuple(targets)
-    ids, raw, labels = encode(prompt, tokenizer)
+    ids, raw, labels = encode_text(prompt)
     if not ids:
         raise ValueError("no tokens: type a prompt")
     heads = tuple(sorted(set(heads)))
@@ -158,8 +172,10 @@ def ablation_effect(prompt: str = IOI_PROMPT, heads: Iterable[Head] = (), *, mod
 
 
 def rank_heads(prompt: str = IOI_PROMPT, *, mode: str = "zero", reference: str = "ioi",
-               targets: Iterable[str] = TARGETS, progress: Callable[[int, int], None] | None = None) -> dict:
-    """Ablate each of the 270 heads alone; the targets' probabilities after the prompt each time.
+               targets: Iterable[str] = TARGETS, progress: Callable[[int, int], None] | None = None,
+               face=None) -> dict:
+    """Ablate each of the 270 heads alone (every head of the decoder ``face``, zero mode, when given); the targets'
+    probabilities after the prompt each time.
 
     One batched forward per layer (9 copies, copy h ablating head h), started at that layer from the intact
     run's residual stream; only that layer's block runs under the intervention. ``progress(done, total)`` after each layer (total 30).
@@ -169,9 +185,9 @@ def rank_heads(prompt: str = IOI_PROMPT, *, mode: str = "zero", reference: str =
 
     Raises: as :func:`ablation_effect`.
     """
-    model, tokenizer = load_smollm2()
+    model, tokenizer, encode_text = _decoder(face, mode)
     targets = tuple(targets)
-    ids, _, _ = encode(prompt, tokenizer)
+    ids, _, _ = encode_text(prompt)
     if not ids:
         raise ValueError("no tokens: type a prompt")
     t_ids = target_ids(targets, tokenizer)

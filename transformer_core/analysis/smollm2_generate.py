@@ -33,8 +33,9 @@ TOP = 5
 
 def generate(prompt: str | list[int], n_new: int = 20, *, greedy: bool = True, temperature: float = 1.0,
              k: int | None = None, p: float | None = None, seed: int = 0, use_cache: bool = True,
-             stop_at_eos: bool = True, model=None, order: str = "hf") -> dict:
-    """Continue ``prompt`` (text, or token ids) by up to ``n_new`` tokens.
+             stop_at_eos: bool = True, model=None, order: str = "hf", face=None) -> dict:
+    """Continue ``prompt`` (text, or token ids) by up to ``n_new`` tokens, with SmolLM2 or the decoder ``face``
+    (:class:`~transformer_core.models.face.Decoder`, e.g. a local checkpoint; its tokenizer and EOS).
 
     ``greedy=True`` takes the most probable token (T, k, p are ignored); otherwise draws as the module docstring
     says (top-k and top-p combined in ``order``). Stops early after ``<|im_end|>`` (the model's EOS) when
@@ -53,11 +54,15 @@ def generate(prompt: str | list[int], n_new: int = 20, *, greedy: bool = True, t
     if not greedy:
         check_temperature(temperature)
         kept(np.ones(1), k, p, order)  # checks k, p and order before any forward pass
-    if model is None:
+    special = False
+    if face is not None:
+        model, tokenizer, special = face.parts()
+    elif model is None:
         model, tokenizer = load_smollm2()
     else:
         tokenizer = None
-    ids = list(prompt) if not isinstance(prompt, str) else encode(prompt, tokenizer or load_smollm2()[1])[0]
+    ids = list(prompt) if not isinstance(prompt, str) else \
+        encode(prompt, tokenizer or load_smollm2()[1], add_special_tokens=special)[0]
     if not ids:
         raise ValueError("no tokens: type a prompt")
     n_prompt = len(ids)
@@ -68,8 +73,8 @@ def generate(prompt: str | list[int], n_new: int = 20, *, greedy: bool = True, t
 
 def stream(prompt_ids: list[int], n_new: int = 20, *, greedy: bool = True, temperature: float = 1.0,
            k: int | None = None, p: float | None = None, seed: int = 0, stop_at_eos: bool = True,
-           order: str = "hf") -> Iterator[dict]:
-    """:func:`generate` with the KV cache, one step at a time: yields each new token's step dict (as in
+           order: str = "hf", face=None) -> Iterator[dict]:
+    """:func:`generate` with the KV cache (on SmolLM2 or the decoder ``face``), one step at a time: yields each new token's step dict (as in
     :func:`generate`'s ``"steps"``, with ``"label"`` and the top-5 labelled) as soon as it is chosen, so a page can
     show the tokens as they come. The steps are :func:`generate`'s, in order (tests/test_llm_cache.py).
 
@@ -83,7 +88,7 @@ def stream(prompt_ids: list[int], n_new: int = 20, *, greedy: bool = True, tempe
     ids = list(prompt_ids)
     if not ids:
         raise ValueError("no tokens: type a prompt")
-    model, tokenizer = load_smollm2()
+    model, tokenizer = load_smollm2() if face is None else face.parts()[:2]
     eos = getattr(model, "eos_id", None) if stop_at_eos else None
     for step in _steps(model, ids, n_new, greedy, temperature, k, p, seed, True, eos, order):
         yield _with_labels(list(ids), len(ids) - 1, [step], tokenizer)["steps"][0]

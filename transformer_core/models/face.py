@@ -255,7 +255,9 @@ class Decoder(Face):
         self.checkpoint = checkpoint
         self.name = "smollm2" if checkpoint is None else str(checkpoint.path)
 
-    def _loaded(self):
+    def parts(self):
+        """``(module, tokenizer, add_special_tokens)``: what an analysis of a decoder runs on (SmolLM2's are loaded
+        once per process; raises SmolLM2Unavailable when it is missing)."""
         if self.checkpoint is None:
             from .smollm2 import load_smollm2
 
@@ -265,7 +267,7 @@ class Decoder(Face):
 
     @property
     def tokenizer(self):
-        return self._loaded()[1]
+        return self.parts()[1]
 
     @property
     def config(self) -> ModelConfig:
@@ -275,7 +277,7 @@ class Decoder(Face):
 
     @property
     def module(self):
-        return self._loaded()[0]
+        return self.parts()[0]
 
     def describe(self) -> str:
         c = self.module.config
@@ -293,7 +295,7 @@ class Decoder(Face):
     def encode(self, text: str) -> tuple[list[int], list[str]]:
         from .smollm2 import encode
 
-        _model, tokenizer, special = self._loaded()
+        _model, tokenizer, special = self.parts()
         ids, _raw, labels = encode(text, tokenizer, add_special_tokens=special)
         return ids, labels
 
