@@ -46,7 +46,7 @@ def limits(monkeypatch):
     monkeypatch.setenv("AE_LONG_ACTIONS_WINDOW_S", "600")
 
 
-@pytest.mark.parametrize("lang, words", [("en", ("1 long computations", "10 minutes", "in 10 min")),
+@pytest.mark.parametrize("lang, words", [("en", ("1 long computation in", "10 minutes", "in 10 min")),
                                          ("zh", ("1 次", "10 分钟", "10 分钟后"))])
 def test_the_limit_refuses_the_next_long_action_with_a_note_in_the_pages_language(lang, words):
     at = _open(new_app(), text=TEXT, lang=lang)

@@ -115,7 +115,7 @@ def _rank(mode: str, reference: str) -> None:
         what = _("**Rank the heads** ablates each head alone and sorts them by how much p(“Mary”) falls: 30 batched "
                  "passes, each from the ablated layer on.")
         st.caption(what + " " + (_("Already computed on this server: shown at once, not counted.") if ready else
-                                 long_actions.cost_note(_("about 10"))))
+                                 long_actions.cost_note(_("about 10 s"))))
         return
     result = ss["llm_rank"][1]
     fmt = ss.get("shared_image_format", "png")

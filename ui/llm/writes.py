@@ -164,7 +164,7 @@ def _patching(prompt: str, summary: dict, target: int, contrast: int | None, nam
     if ss.get("llm_patch", (None,))[0] != key:
         st.caption(_("Press the button to patch (on request: it runs the model 60 times in batches).") + " " + (
             _("Already computed on this server: shown at once, not counted.") if ready else
-            long_actions.cost_note(_("about 20 (14 tokens)"))))
+            long_actions.cost_note(_("about 20 s at 14 tokens"))))
         return
     out = ss["llm_patch"][1]
     if "error" in out:

@@ -118,7 +118,7 @@ def reference_control(mode: str) -> tuple[str, ...] | None:
             st.caption(_("No sentence: the default set {name} is used.").format(name=REFERENCE_NAME))
         elif custom and fit.tokens > REFERENCE_LONG_TOKENS:
             st.caption(_("These {n} tokens' mean contexts are computed once, then kept a minute.").format(
-                n=f"{fit.tokens:,}") + " " + long_actions.cost_note(_("up to 2")))
+                n=f"{fit.tokens:,}") + " " + long_actions.cost_note(_("up to 2 s")))
     if fit.cut_by is not None:  # said outside the box too: the student may not have it open
         st.info(cut_note(fit), icon=":material/content_cut:")
     return lines if custom else None
@@ -248,8 +248,8 @@ def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
         what = _("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time) and sorts them "
                  "by how far the embedding moves.")
         st.caption(what + " " + (_("Already computed on this server: shown at once, not counted.") if ready else
-                                 long_actions.cost_note(_("from under 1 (one short sentence) to about 10 (6 sentences "
-                                                          "of 64 tokens)"))))
+                                 long_actions.cost_note(_("from under a second (one short sentence) to about 10 s "
+                                                          "(6 sentences of 64 tokens)"))))
         return
     cosine = ranks[key]
     chart(figs.rank_figure(cosine, batch), key="minilm_rank_chart",

@@ -125,7 +125,7 @@ def timings(model: str) -> dict | None:
                   on_click=ss.__setitem__, args=(f"modern_timed_{model}", True),
                   help=_("Generates the 32 tokens twice on this server, once recomputing every earlier token at each "
                          "step."))
-        st.caption(long_actions.cost_note(_("about 10")))
+        st.caption(long_actions.cost_note(_("about 10 s")))
         return None
     try:
         with (contextlib.nullcontext() if ready else long_actions.turn(),

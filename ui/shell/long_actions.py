@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import streamlit as st
 
-from .i18n import _
+from .i18n import _, ngettext
 
 clock = time.monotonic  # (a test may move time on)
 HISTORY_KEY = "_ae_long_actions"  # session state: the monotonic start times of this session's long actions
@@ -89,18 +89,23 @@ def seconds_until_allowed() -> float:
 
 def limit_note(wait_s: float) -> str:
     """The refusal, in the page's language: the limit, the window and when the next long action may run."""
-    return _("You have started {n} long computations in the last {m} minutes, the most one student may on this "
-             "shared server, so that every student's page stays quick. This one can run in {wait} min; results "
-             "already computed stay available.").format(
+    return ngettext("You have started {n} long computation in the last {m} minutes, the most one student may on "
+                    "this shared server, so that every student's page stays quick. This one can run in {wait} min; "
+                    "results already computed stay available.",
+                    "You have started {n} long computations in the last {m} minutes, the most one student may on "
+                    "this shared server, so that every student's page stays quick. This one can run in {wait} min; "
+                    "results already computed stay available.", per_session()).format(
         n=per_session(), m=round(window() / 60), wait=max(1, math.ceil(wait_s / 60)))
 
 
-def cost_note(seconds: str) -> str:
-    """A caption's second sentence: what one long action costs and the session's limit (``seconds``: the cost, as
-    the caller words it, e.g. ``"about 10"``)."""
-    return _("It takes {s} s of the server's time, runs one at a time per server, and counts towards the limit of "
-             "{n} such computations per student every {m} minutes.").format(
-        s=seconds, n=per_session(), m=round(window() / 60))
+def cost_note(cost: str) -> str:
+    """A caption's second sentence: what one long action costs and the session's limit (``cost``: the time, as the
+    caller words it in the page's language, e.g. ``_("about 10 s")``)."""
+    return ngettext("It takes {cost} of the server's time, runs one at a time per server, and counts towards the "
+                    "limit of {n} such computation per student every {m} minutes.",
+                    "It takes {cost} of the server's time, runs one at a time per server, and counts towards the "
+                    "limit of {n} such computations per student every {m} minutes.", per_session()).format(
+        cost=cost, n=per_session(), m=round(window() / 60))
 
 
 def _refuse(note, message: str):
