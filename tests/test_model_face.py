@@ -65,17 +65,7 @@ def test_ablating_a_head_through_the_face_is_hugging_faces_zeroed_slice(tiny_che
         intact = face.module(torch.tensor([ids]))[0]
         with face.intervene([(1, 2)]):
             ours = face.module(torch.tensor([ids]))[0]
-
-    def zero_head(module, args):
-        x = args[0].clone()
-        x[..., 2 * 16:3 * 16] = 0.0  # head 2's 16-wide slice of o_proj's input
-        return (x,)
-
-    hook = hf.model.layers[1].self_attn.o_proj.register_forward_pre_hook(zero_head)
-    try:
-        theirs, _ = tc.hf_run(hf, ids)
-    finally:
-        hook.remove()
+    theirs, _ = tc.hf_run_without_head(hf, ids, 1, 2)
     assert (ours - theirs).abs().max().item() <= 1e-4
     assert (ours - intact).abs().max().item() > 1e-3  # the ablation changed something
 
@@ -92,17 +82,7 @@ def test_the_decoder_analyses_run_on_a_local_checkpoint_as_hugging_face_computes
     effect = ablation_effect(tc.TEXT, [(0, 3)], targets=(" Mary", " John"), face=face)
     ids = face.encode(tc.TEXT)[0]
     mary = face.tokenizer.token_to_id("ĠMary")
-
-    def zero_head(module, args):
-        x = args[0].clone()
-        x[..., 3 * 16:4 * 16] = 0.0
-        return (x,)
-
-    hook = hf.model.layers[0].self_attn.o_proj.register_forward_pre_hook(zero_head)
-    try:
-        logits, _ = tc.hf_run(hf, ids)
-    finally:
-        hook.remove()
+    logits, _ = tc.hf_run_without_head(hf, ids, 0, 3)
     assert effect["ablated"]["targets"][" Mary"] == pytest.approx(
         torch.softmax(logits[-1].double(), -1)[mary].item(), abs=1e-6)
     ranked = rank_heads(tc.TEXT, targets=(" Mary", " John"), face=face)

@@ -76,3 +76,20 @@ def hf_run(model, ids: list[int]):
     with torch.no_grad():
         out = model(torch.tensor([ids]), output_attentions=True, use_cache=False)
     return out.logits[0], [a[0] for a in out.attentions]
+
+
+def hf_run_without_head(model, ids: list[int], layer: int, head: int):
+    """:func:`hf_run` with one head knocked out: its ``head_dim``-wide slice of ``o_proj``'s input zeroed by a forward
+    pre-hook (transformers 5 ignores ``head_mask``)."""
+    width = getattr(model.config, "head_dim", None) or model.config.hidden_size // model.config.num_attention_heads
+
+    def zero_head(module, args):
+        x = args[0].clone()
+        x[..., head * width:(head + 1) * width] = 0.0
+        return (x,)
+
+    hook = model.model.layers[layer].self_attn.o_proj.register_forward_pre_hook(zero_head)
+    try:
+        return hf_run(model, ids)
+    finally:
+        hook.remove()
