@@ -101,10 +101,10 @@ def limit_note(wait_s: float) -> str:
 def cost_note(cost: str) -> str:
     """A caption's second sentence: what one long action costs and the session's limit (``cost``: the time, as the
     caller words it in the page's language, e.g. ``_("about 10 s")``)."""
-    return ngettext("It takes {cost} of the server's time, runs one at a time per server, and counts towards the "
-                    "limit of {n} such computation per student every {m} minutes.",
-                    "It takes {cost} of the server's time, runs one at a time per server, and counts towards the "
-                    "limit of {n} such computations per student every {m} minutes.", per_session()).format(
+    return ngettext("It takes the server {cost}, runs one at a time per server, and counts towards the limit of {n} "
+                    "such computation per student every {m} minutes.",
+                    "It takes the server {cost}, runs one at a time per server, and counts towards the limit of {n} "
+                    "such computations per student every {m} minutes.", per_session()).format(
         cost=cost, n=per_session(), m=round(window() / 60))
 
 
