@@ -26,7 +26,7 @@ with tabs[2]:
     if tabs[2].open:
         note = st.container()  # above the model and step pickers
         kv.draw_cache()
-        if language() != "en" and st.session_state.get("modern_model") == "smollm2":
+        if language() != "en" and kv.PROMPT_LANGUAGE.get(st.session_state.get("modern_model")) == "en":
             note.caption(_("The prompt stays English: SmolLM2 learned mostly English. After a Chinese prompt such as "
                            "“中国的首都是北京。德国的首都是” (14 characters, 26 tokens) 20 of the 32 tokens it generates "
                            "are pieces of characters, so the cache's rows would be hard to read. A KV cache works the "

@@ -24,6 +24,7 @@ from .export import json_download
 
 KV_CHOICES = (1, 3, 9)  # divisors of SmolLM2's 9 query heads
 MODELS = {"causal": N_("Trained causal model (2 layers, 4 heads)"), "smollm2": N_("SmolLM2-135M (30 layers, 9 heads)")}
+PROMPT_LANGUAGE = {"causal": None, "smollm2": "en"}  # each model's demo prompt: token ids, or text in a language
 
 
 def _mib(n: int) -> str:
