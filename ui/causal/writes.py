@@ -36,10 +36,10 @@ def section(trace: Trace, step: int, period: int | None) -> None:
     fmt = image_format()
     left, right = st.columns([1.25, 1], gap="medium")
     chart(per_trace(trace, ("causal_dla_fig", step), lambda: spec(head_attribution_figure(
-        dla["heads"], dla["embed"], dla["biases"], ids, width_px=520))),
+        dla["heads"], dla["embed"], dla["biases"], ids, width_px=320))),
         key="causal_dla", config=chart_config("causal_dla", fmt), target=left)
     chart(per_trace(trace, ("causal_lens_fig", step), lambda: spec(next_token_lens_figure(
-        lens["target_prob"], ids, width_px=420))), key="causal_lens", config=chart_config("causal_lens", fmt),
+        lens["target_prob"], ids, width_px=220))), key="causal_lens", config=chart_config("causal_lens", fmt),
         target=right)
     gap = float(np.abs(dla["total"] - dla["logit_diff"]).max())
     with right:
