@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-
 import tiny_checkpoints as tc
+
 from transformer_core.cli.export import main
 
 

@@ -13,12 +13,11 @@ import dataclasses
 
 import numpy as np
 import pytest
+import tiny_checkpoints as tc
 import torch
 
-import tiny_checkpoints as tc
 from transformer_core.models.checkpoint import CheckpointError, load_checkpoint, load_model
 from transformer_core.nn.hooks import capture
-
 
 
 @pytest.fixture
@@ -71,7 +70,7 @@ def test_each_variant_matters(tiny, arch):
         assert any(k.endswith("W_O.bias") for k in state)
     plain = load_model(state, change_config(checkpoint.model.config))
     ids = checkpoint.tokenizer.encode(tc.TEXT, add_special_tokens=True).ids
-    logit_diff, weight_diff = largest_differences(plain, hf, ids)
+    _logit_diff, weight_diff = largest_differences(plain, hf, ids)
     assert weight_diff > 1e-2, arch
 
 
@@ -114,7 +113,7 @@ def write_gguf(path, state: dict, config, tokenizer_json: dict) -> None:
         if name.startswith("layers."):
             _, i, rest = name.split(".", 2)
             module, leaf = rest.rsplit(".", 1)
-            if name.endswith("W_Q.weight") or name.endswith("W_K.weight"):
+            if name.endswith(("W_Q.weight", "W_K.weight")):
                 array = permute_rows(array, config.n_heads if "W_Q" in name else config.n_kv_heads)
             gguf_name = f"blk.{i}.{layer[module]}.{leaf}"
         else:
@@ -129,7 +128,7 @@ def write_gguf(path, state: dict, config, tokenizer_json: dict) -> None:
 def test_a_llama_gguf_file_gives_the_folders_numbers(tiny, tmp_path):
     import json
 
-    folder, hf = tiny["llama"]
+    folder, _hf = tiny["llama"]
     checkpoint = load_checkpoint(folder)
     config = dataclasses.replace(checkpoint.model.config, rope_scaling=(), o_bias=False, qkv_bias=False)
     state = {k: v for k, v in checkpoint.model.state_dict().items() if not k.endswith("bias")}

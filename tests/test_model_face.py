@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tiny_checkpoints as tc
 import torch
 
-import tiny_checkpoints as tc
 from transformer_core import models
 from transformer_core.analysis.value_norms import output_projections, with_norms
+
 
 def test_the_registry_names_each_model_and_its_sizes():
     assert models.available() == ("toy", "minilm", "causal", "smollm2")

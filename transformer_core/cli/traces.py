@@ -12,7 +12,16 @@ from ..models.toy import run_toy
 from ..nn.config import EncoderConfig
 from ..records.trace import Trace
 from ..text.i18n import _, ngettext
-from .args import MAX_JSON_NUMBERS, MAX_NUMBERS, MAX_SENTENCES, MINILM_MAX_TOKENS, TOY_DEFAULTS, ExportError, UsageError, split_text
+from .args import (
+    MAX_JSON_NUMBERS,
+    MAX_NUMBERS,
+    MAX_SENTENCES,
+    MINILM_MAX_TOKENS,
+    TOY_DEFAULTS,
+    ExportError,
+    UsageError,
+    split_text,
+)
 
 
 def run_minilm_trace(sentences: list[str], *, padding: bool = True, max_tokens: int = MINILM_MAX_TOKENS) -> Trace:

@@ -77,8 +77,8 @@ def compare(face, text: str, max_tokens: int = 128) -> dict:
 def report(args: argparse.Namespace, sentences: list[str]) -> str:
     """The lines ``--verify`` prints; raises ExportError (exit 1) after them when a difference exceeds
     :data:`TOLERANCE` or the tokenizers disagree, so a script can rely on the exit code."""
-    from .traces import model_of
     from ..models import Decoder
+    from .traces import model_of
 
     face = model_of(args)
     if not isinstance(face, Decoder):

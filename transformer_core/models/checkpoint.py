@@ -259,8 +259,8 @@ def load_gguf(path) -> Checkpoint:
         CheckpointError: the file is missing, not GGUF, another architecture, or its tokenizer is not one we build.
     """
     from ..text.byte_bpe import build_byte_bpe
-    from .gguf_weights import read_gguf
     from ..text.minilm_files import PretrainedUnavailable
+    from .gguf_weights import read_gguf
 
     path = Path(path)
     if not path.is_file():

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -112,7 +113,7 @@ class Face:
 
     def unembedding(self):
         """W_U ``[vocab, d_model]`` (logits = normed residual @ W_U.T), or ``None`` for an encoder."""
-        return None
+        return
 
 
 class Toy(Face):
@@ -130,7 +131,7 @@ class Toy(Face):
         self._module = None
 
     @classmethod
-    def from_settings(cls, settings: dict) -> "Toy":
+    def from_settings(cls, settings: dict) -> Toy:
         """The toy that made a trace, rebuilt from its settings (the same weights, bit for bit).
 
         Raises:
