@@ -146,3 +146,31 @@ def test_bad_position_and_threshold_are_refused():
         routes.route_graph(np.zeros((1, 2, 2, 1)), zeros, zeros, zeros, 2)
     with pytest.raises(ValueError, match="threshold"):
         routes.route_graph(np.zeros((1, 2, 2, 1)), zeros, zeros, zeros, 0, threshold=1.0)
+
+
+def test_edge_rows_name_the_half_of_the_block_and_the_residual_share(tiny_llama):
+    model, config, out, seen = tiny_llama
+    stream, block, w_o = _blocks(model, config, out, seen)
+    tables = routes.contribution_tables(2, block, w_o, stream)
+    graph = routes.route_graph(tables["attn"], tables["attn_residual"], tables["mlp"], tables["mlp_residual"], 6, 0.0)
+    rows = routes.edge_rows(graph)
+    keys = [(r["block"], r["kind"], r["layer"], r["from"], r["to"]) for r in rows]
+    assert len(keys) == len(set(keys))  # the two residual edges of a position (attention half, MLP half) differ
+    for r in rows:
+        if r["from"] == r["to"] and r["block"] == "attention":  # a position's own edge: its heads and its residual
+            assert r["weight"] == pytest.approx(sum(r["heads"].values()) + r["residual"], abs=1e-6)
+    assert {r["block"] for r in rows if r["kind"] == "mlp"} == {"mlp"}
+
+
+def test_figure_text_shows_control_characters_as_pictures():
+    # a checkpoint's raw vocabulary can hold a control character: plotly.js's image export failed on it (Error 525)
+    from transformer_core.figures.routes import routes_figure
+    from transformer_core.figures.writes import lens_figure
+
+    lens = lens_figure(np.zeros((2, 2)), [["a\u0017", "<b>"], ["x", "\u202e y"]], ["t0", "t1\u0007"], target="\u0017")
+    graph = nx.DiGraph()
+    graph.add_edge(("x", 0, 0), ("a", 0, 1), weight=0.5, kind="attention", heads={0: 0.5}, residual=0.0)
+    route = routes_figure(graph, ["\u0017", "b\u202e"], 1, title="t\u0007")
+    text = lens.to_json() + route.to_json()
+    assert not any(ch in text for ch in ("\u0017", "\u0007", "\u202e", "\\u0017", "\\u0007", "\\u202e"))
+    assert "a␗" in lens.data[0].text[0] and "⟨RLO⟩" in lens.data[0].text[1][1]

@@ -77,7 +77,7 @@ def direct_logit_attribution(model, trace) -> dict:
 
     with torch.no_grad():
         layers = [model.layers[layer].attention for layer in range(n_layers)]
-        sums = [x[layer] + torch.from_numpy(trace.stage("projected", layer)[0, :-1]).double()
+        sums = [x[layer] + torch.tensor(trace.stage("projected", layer)[0, :-1], dtype=torch.float64)
                 for layer in range(n_layers)]  # what each norm reads: [pos, d_model]
         sigma = [torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + att.norm.eps) for z, att in zip(sums, layers)]
 
@@ -94,7 +94,7 @@ def direct_logit_attribution(model, trace) -> dict:
         biases = offset.clone()
         for layer, att in enumerate(layers):
             d_head = att.d_model // n_heads
-            ctx = torch.from_numpy(trace.stage("context", layer)[0, :, :-1]).double()  # [head, pos, d_head]
+            ctx = torch.tensor(trace.stage("context", layer)[0, :, :-1], dtype=torch.float64)  # [head, pos, d_head]
             w_o = att.W_O.weight.double().view(att.d_model, n_heads, d_head)  # [d_model, head, d_head]
             per_head = torch.einsum("hpd,mhd->phm", ctx, w_o)  # [pos, head, d_model]
             heads[:, layer] = carried(per_head, layer)
@@ -104,7 +104,7 @@ def direct_logit_attribution(model, trace) -> dict:
             else:
                 biases += (att.norm.bias.double() * direction).sum(-1)
         embed = carried(x[0], 0)
-        logits = torch.from_numpy(trace.stages["logits"][0, :-1]).double()  # [pos, vocab]
+        logits = torch.tensor(trace.stages["logits"][0, :-1], dtype=torch.float64)  # [pos, vocab]
         own = logits.gather(-1, nxt[:, None])[:, 0] - logits.mean(-1)
     total = heads.sum((1, 2)) + embed + biases
     return {"heads": heads.numpy(), "embed": embed.numpy(), "biases": biases.numpy(), "total": total.numpy(),

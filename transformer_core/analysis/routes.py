@@ -163,17 +163,21 @@ def route_graph(attn: np.ndarray, attn_residual: np.ndarray, mlp: np.ndarray, ml
 
 
 def edge_rows(graph: nx.DiGraph) -> list[dict]:
-    """The graph's edges as plain rows for a table or a JSON file: ``{"kind", "layer", "from", "to", "weight",
-    "heads": {head: contribution}}`` (``from``/``to`` are positions; an MLP is its one ``a → x`` row), sorted by
-    layer (top first), then weight."""
+    """The graph's edges as plain rows for a table or a JSON file: ``{"block": "attention"|"mlp"`` (which half of
+    the block the edge enters), ``"kind"`` (``"attention"``, ``"residual"`` or ``"mlp"``), ``"layer"``, ``"from"``,
+    ``"to"`` (positions), ``"weight"``, ``"heads": {head: contribution}``, ``"residual"``: the residual's share in
+    it (an attention edge from a position to itself holds both)``}``; an MLP is its one ``a → m`` row. Sorted by
+    layer (top first), the attention half first, then weight."""
     rows = []
     for (kind_u, layer, j), (kind_v, _layer, i), data in graph.edges(data=True):
         if kind_u == "m":  # the MLP's second half: its row is the a → m edge
             continue
         kind = "mlp" if kind_v == "m" else data["kind"]
-        rows.append({"kind": kind, "layer": int(layer), "from": int(j), "to": int(i), "weight": float(data["weight"]),
-                     "heads": dict(data.get("heads", {}))})
-    rows.sort(key=lambda r: (-r["layer"], -r["weight"]))
+        block = "attention" if kind_v == "a" else "mlp"
+        own = data.get("residual", data["weight"] if kind == "residual" else 0.0)
+        rows.append({"block": block, "kind": kind, "layer": int(layer), "from": int(j), "to": int(i),
+                     "weight": float(data["weight"]), "heads": dict(data.get("heads", {})), "residual": float(own)})
+    rows.sort(key=lambda r: (-r["layer"], r["block"] != "attention", -r["weight"]))
     return rows
 
 

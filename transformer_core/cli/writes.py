@@ -7,7 +7,8 @@ residual stream at each position patched from the prompt into ``--corrupt`` (:mo
 patching`). JSON keys: ``dla`` → ``heads`` [layer][head], ``mlps`` [layer], ``embed``, ``total``, ``logit_diff``;
 ``logit_lens`` → ``target_prob`` [row][position] (row 0 the embeddings, the last row the model's output) and
 ``top_tokens``; ``patching`` → ``heads`` [layer][head] and ``positions`` [layer][position], normalised; ``routes``
-→ ``position``, ``threshold`` and ``edges`` (``kind``, ``layer``, ``from``, ``to``, ``weight``, ``heads``), the
+→ ``position``, ``threshold`` and ``edges`` (``block``, ``kind``, ``layer``, ``from``, ``to``, ``weight``,
+``heads``, ``residual``), the
 information-flow route into the last token (:mod:`~transformer_core.analysis.routes`). CSV: the main matrix with
 labelled rows and columns (routes: one row an edge). PNG/SVG/HTML: the page's figure.
 """
@@ -139,7 +140,7 @@ def _routes(model, checkpoint, stream: np.ndarray, tokens: list[str], threshold:
     rows = edge_rows(graph)
     data = {"position": len(tokens) - 1, "threshold": threshold, "edges": rows}
     frame = pd.DataFrame([{**r, "heads": " ".join(f"H{h}:{w:.4f}" for h, w in r["heads"].items())} for r in rows],
-                         columns=["kind", "layer", "from", "to", "weight", "heads"])
+                         columns=["layer", "block", "kind", "from", "to", "weight", "residual", "heads"])
     fig = routes_figure(graph, tokens, n_layers, title=_("Route into {token} (threshold {t})").format(
         token=f"{len(tokens) - 1}: {tokens[-1]}", t=threshold))
     return data, frame, fig

@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..text.i18n import _
+from ..text.tokenize import show_controls
 from .stage import SEQUENTIAL
 
 DIVERGING = "RdBu"  # negative red, positive blue; zmid 0
@@ -21,8 +22,10 @@ CELL_CHARS = 7  # a logit-lens cell shows at most this many characters of its to
 
 
 def _esc(text: str) -> str:
-    """Plotly's text is HTML-like: escape <, > and & (it shows &quot; literally, so quotes stay as they are)."""
-    return html.escape(str(text), quote=False)
+    """Plotly's text is HTML-like: escape <, > and & (it shows &quot; literally, so quotes stay as they are); a
+    control character (a checkpoint's raw vocabulary can hold one) is shown as its picture, which plotly.js draws
+    where the character itself broke the image export."""
+    return html.escape(show_controls(str(text)), quote=False)
 
 
 def _short(label: str) -> str:

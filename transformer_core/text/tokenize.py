@@ -61,6 +61,12 @@ def show_bidi(text: str) -> str:
     return _BIDI.sub(lambda m: BIDI_MARKS[m.group()], text)
 
 
+def show_controls(text: str) -> str:
+    """``text`` with its control characters (but tab, LF and CR) and bidirectional controls made visible, as
+    :func:`normalize_text` does: for labels that did not come through it (a checkpoint's own vocabulary)."""
+    return show_bidi(_CONTROL.sub(_visible, text))
+
+
 def normalize_text(text: str) -> str:
     """The entrance for user text: NFC, then control characters made visible, then bare marks given a base.
 
@@ -75,7 +81,7 @@ def normalize_text(text: str) -> str:
     Idempotent: ``normalize_text(normalize_text(s)) == normalize_text(s)``.
     """
     text = unicodedata.normalize("NFC", text)
-    text = show_bidi(_CONTROL.sub(_visible, text))
+    text = show_controls(text)
     return _BARE.sub(lambda m: DOTTED_CIRCLE + m.group(), text)
 
 
