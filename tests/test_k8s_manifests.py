@@ -166,8 +166,9 @@ def validate_all(docs: list[dict], version: str) -> None:
 def test_manifests_validate_strict(target, version):
     docs = rendered(target)
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == sorted(["Deployment", "Deployment", "Service", "Service", "ConfigMap", "Ingress", "Ingress",
-                            "HorizontalPodAutoscaler", "PodDisruptionBudget", "PodDisruptionBudget"]), kinds
+    # two ConfigMaps: the static server's nginx settings, and the response headers the Ingress controller adds
+    assert kinds == sorted(["Deployment", "Deployment", "Service", "Service", "ConfigMap", "ConfigMap", "Ingress",
+                            "Ingress", "HorizontalPodAutoscaler", "PodDisruptionBudget", "PodDisruptionBudget"]), kinds
     validate_all(docs, version)
 
 
