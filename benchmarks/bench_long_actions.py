@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "deploy")]
+sys.path[:0] = [str(HERE), str(HERE.parent / "deploy"), str(HERE.parent / "tests")]
 
 PROMPT_B = "The teacher wrote a long sentence on the board and the students copied it"
 
@@ -40,30 +40,13 @@ PROMPT_B = "The teacher wrote a long sentence on the board and the students copi
 def server(root: Path, cpu: int):
     """A fresh ``streamlit run app.py`` of ``root`` on one core; yields (url, psutil.Process)."""
     import psutil
+    from browser_utils import streamlit_process
     from run_local import REPLICA_ENV
 
-    with __import__("socket").socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-                            cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **REPLICA_ENV})
-    os.sched_setaffinity(proc.pid, {cpu})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            with contextlib.suppress(OSError):
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            time.sleep(0.3)
+    # its output unread for minutes: to DEVNULL, where a pipe would fill and stall the server
+    with streamlit_process(root, REPLICA_ENV, output=subprocess.DEVNULL) as (url, proc):
+        os.sched_setaffinity(proc.pid, {cpu})
         yield url, psutil.Process(proc.pid)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _cpu(process) -> float:

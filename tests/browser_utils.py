@@ -51,14 +51,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(timeout: float = 90.0):
-    """Start a fresh `streamlit run app.py` and yield its base URL; stop it afterwards."""
+def streamlit_process(root: Path = ROOT, env: dict | None = None, timeout: float = 90.0, output=subprocess.PIPE):
+    """Start a fresh `streamlit run app.py` in ``root`` (a checkout) with ``env`` added to this process's
+    environment and its output to ``output``; yield ``(base URL, Popen)`` once it is healthy; stop it afterwards."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "AE_DIAGNOSTICS": "1"})  # ?diag=heap: the model's forward calls (model_forwards)
+        cwd=root, stdout=output, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -70,13 +70,21 @@ def streamlit_server(timeout: float = 90.0):
                 time.sleep(0.3)
         else:
             raise RuntimeError("streamlit server did not become healthy")
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@contextlib.contextmanager
+def streamlit_server(timeout: float = 90.0):
+    """Start a fresh `streamlit run app.py` and yield its base URL; stop it afterwards."""
+    # ?diag=heap: the model's forward calls (model_forwards)
+    with streamlit_process(env={"AE_DIAGNOSTICS": "1"}, timeout=timeout) as (url, _proc):
+        yield url
 
 
 @contextlib.contextmanager

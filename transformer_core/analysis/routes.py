@@ -206,3 +206,12 @@ def contribution_tables(n_layers: int, block, w_o, stream: np.ndarray) -> dict:
         attn[layer], attn_res[layer] = attention_contributions(weights, writes, stream[layer], mid)
         mlp[layer], mlp_res[layer] = mlp_contributions(mid, out)
     return {"attn": attn, "attn_residual": attn_res, "mlp": mlp, "mlp_residual": mlp_res, "gap": gap}
+
+
+def decoder_tables(model, stream: np.ndarray, checkpoint=None) -> dict:
+    """:func:`contribution_tables` of SmolLM2 (or a local LLaMA-family ``checkpoint``, whose module is ``model``) from
+    the residual stream a run kept (``run_smollm2(residuals=True)["stream"]``): each block recomputed once alone."""
+    from ..models.smollm2_trace import route_block
+
+    return contribution_tables(stream.shape[0] - 1, lambda layer: route_block(stream[layer], layer, checkpoint),
+                               lambda layer: model.layers[layer].attention.W_O.weight.detach().numpy(), stream)

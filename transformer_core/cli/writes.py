@@ -126,15 +126,13 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
 
 def _routes(model, checkpoint, stream: np.ndarray, tokens: list[str], threshold: float):
     """``(data, frame, figure)`` of the information-flow route into the last token."""
-    from ..analysis.routes import contribution_tables, edge_rows, route_graph
+    from ..analysis.routes import decoder_tables, edge_rows, route_graph
     from ..figures.routes import routes_figure
-    from ..models.smollm2_trace import route_block
 
     if not 0.0 <= threshold < 1.0:
         raise UsageError(_("--threshold must be in [0, 1), got {t}").format(t=threshold))
     n_layers = stream.shape[0] - 1
-    tables = contribution_tables(n_layers, lambda layer: route_block(stream[layer], layer, checkpoint),
-                                 lambda layer: model.layers[layer].attention.W_O.weight.detach().numpy(), stream)
+    tables = decoder_tables(model, stream, checkpoint)
     graph = route_graph(tables["attn"], tables["attn_residual"], tables["mlp"], tables["mlp_residual"],
                         len(tokens) - 1, threshold)
     rows = edge_rows(graph)

@@ -19,8 +19,8 @@ from transformer_core.figures.stage import chart_config
 from ..parts import head_view
 from ..parts.numbers import number
 from ..shell import callbacks
-from ..shell.cache import memo
-from ..shell.chart import chart
+from ..shell.cache import memo, per_trace
+from ..shell.chart import chart, spec
 from ..shell.i18n import _
 from ..shell.lazy import lazy_expander
 from ..shell.url import bind_url
@@ -29,16 +29,14 @@ from . import compute
 @memo("llm_summaries")
 def route_tables(prompt: str) -> dict:
     """Every block's contributions for the information-flow routes of ``prompt``
-    (:func:`~transformer_core.analysis.routes.contribution_tables`): each block recomputed once from the page's
-    cached residual stream (:func:`ui.llm.compute.summary`; about one run of the model, 18 MB kept at 128 tokens)."""
-    from transformer_core.analysis.routes import contribution_tables
-    from transformer_core.models.smollm2_trace import route_block
+    (:func:`~transformer_core.analysis.routes.decoder_tables`): each block recomputed once from the page's cached
+    residual stream (:func:`ui.llm.compute.summary`; about one run of the model, 18 MB kept at 128 tokens)."""
+    from transformer_core.analysis.routes import decoder_tables
 
     net, _tokenizer = compute.model()
     stream = compute.summary(prompt)["stream"]
     with st.spinner(_("Measuring every block's contributions …")):
-        return contribution_tables(compute.N_LAYERS, lambda layer: route_block(stream[layer], layer),
-                                   lambda layer: net.layers[layer].attention.W_O.weight.detach().numpy(), stream)
+        return decoder_tables(net, stream)
 
 
 THRESHOLDS = (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2)
@@ -95,6 +93,16 @@ def _strongest(rows: list[dict], tokens: tuple[str, ...]) -> str:
         for r in attention)
 
 
+def _route_view(prompt: str, tokens: tuple[str, ...], position: int, threshold: float) -> tuple[list[dict], dict]:
+    """The route's edge rows and its figure (as chart JSON) from the prompt's cached tables."""
+    tables = route_tables(prompt)
+    graph = route_graph(tables["attn"], tables["attn_residual"], tables["mlp"], tables["mlp_residual"], position,
+                        threshold)
+    return edge_rows(graph), spec(routes_figure(graph, list(tokens[:position + 1]), compute.N_LAYERS, title=_(
+        "Route into {token} (threshold {t})").format(token=f"{position}: {tokens[position]}", t=threshold),
+        width_px=760))
+
+
 def section(prompt: str, summary: dict) -> None:
     """The box: token and threshold, the route beside its strongest edges."""
     box = lazy_expander(_("Information-flow routes: where a token's representation comes from"),
@@ -104,17 +112,14 @@ def section(prompt: str, summary: dict) -> None:
     with box:
         tokens = summary["trace"].tokens[0]
         position, threshold = _controls(tokens)
-        tables = route_tables(prompt)
-        graph = route_graph(tables["attn"], tables["attn_residual"], tables["mlp"], tables["mlp_residual"],
-                            position, threshold)
+        # the walk, its rows and the figure once per (prompt's run, token, threshold): a rerun for another reason
+        # (a click elsewhere on the page) reuses them
+        rows, figure = per_trace(summary["trace"], ("llm_routes", position, threshold),
+                                       lambda: _route_view(prompt, tokens, position, threshold))
         left, right = st.columns([2.2, 1], gap="medium")
         fmt = st.session_state.get("shared_image_format", "png")
-        chart(routes_figure(graph, list(tokens[:position + 1]), compute.N_LAYERS,
-                            title=_("Route into {token} (threshold {t})").format(
-                                token=f"{position}: {tokens[position]}", t=threshold), width_px=760),
-              key="llm_routes", selection_mode="points", on_select=partial(open_edge, "llm_routes"),
+        chart(figure, key="llm_routes", selection_mode="points", on_select=partial(open_edge, "llm_routes"),
               config=chart_config("smollm2_routes", fmt), target=left)
-        rows = edge_rows(graph)
         with right:
             st.markdown(_("**Strongest attention edges** (another token's stream moved in):"))
             st.markdown(_strongest(rows, tokens) or _("none above the threshold"))
