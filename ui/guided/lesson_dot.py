@@ -7,9 +7,9 @@ import numpy as np
 
 from transformer_core.figures.stage import stage_figure
 
-from ..shell.i18n import N_, _
+from ..shell.i18n import N_, _, language
 from ..shell.markdown import plain
-from .toy_steps import few, first_sentence, link_params, softmax
+from .toy_steps import clearest_row, few, first_sentence, link_params, softmax
 from .view import StepView, token_choice
 
 TITLE = N_("Scores and the softmax")
@@ -24,11 +24,25 @@ def _trace(settings, sources):
     return settings, sources.toy(settings)
 
 
+def _why(row: np.ndarray, query: int, best: int, seed: int) -> str:
+    """Step 1's explanation: the winning score, and its lead over the row's second score (none with one key)."""
+    tail = _("A score is one dot product: a key scores high when its vector points the same way as the query's. "
+             "These weights are random (seed {seed}), so the winner says nothing about meaning yet.").format(seed=seed)
+    if len(row) < 2:
+        head = _("Its score is {score}, the only one in row {row}.").format(score=f"{row[best]:.3f}", row=query)
+    else:
+        head = _("Its score is {score}, the largest in row {row}, ahead of the next by {gap}: of all the rows, this "
+                 "one has the clearest winner.").format(score=f"{row[best]:.3f}", row=query,
+                                                        gap=f"{row[best] - np.sort(row)[-2]:.3f}")
+    return head + ("" if language() == "zh" else " ") + tail
+
+
 def scores(settings, sources) -> StepView:
     settings, trace = _trace(settings, sources)
     tokens, n = first_sentence(trace)
-    query = n - 1
-    row = trace.stage("scores")[0, HEAD, query, :n]
+    grid = trace.stage("scores")[0, HEAD, :n, :n]
+    query = clearest_row(grid)  # the last row may be a tie of near-zero scores that no colour tells apart
+    row = grid[query]
     best = int(np.argmax(row))
     shown = few([best, int(np.argmin(row)), query, 0], n)
     d_head = settings.d_model // settings.n_heads
@@ -37,11 +51,10 @@ def scores(settings, sources) -> StepView:
         intro=_("Head {head} of your first sentence. Each cell is the query row's vector **q** times the key column's "
                 "vector **k**, divided by √d_head: **q·k/√{d}**.").format(head=HEAD, d=d_head),
         fig=stage_figure(trace, "scores", batch=0, head=HEAD, height=HEIGHT),
-        question=_("Which key does the last query, “{token}”, score highest?").format(token=plain(tokens[query])),
+        question=_("Which key does the query in row {row}, “{token}”, score highest?").format(
+            row=query, token=plain(tokens[query])),
         choices=tuple(token_choice(tokens, p) for p in shown), correct=shown.index(best),
-        explain=_("Its score is {score}, the largest in the last row. A score is one dot product: a key scores high "
-                  "when its vector points the same way as the query's. These weights are random (seed {seed}), so "
-                  "the winner says nothing about meaning yet.").format(score=f"{row[best]:.3f}", seed=settings.seed),
+        explain=_why(row, query, best, settings.seed),
         page="", params=link_params(settings, stage="scores", head=HEAD, sentence=0), page_title=_("Explorer"))
 
 

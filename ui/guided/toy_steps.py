@@ -32,6 +32,17 @@ def few(positions, n: int, most: int = 4) -> list[int]:
     return sorted(out)
 
 
+def clearest_row(scores: np.ndarray) -> int:
+    """The query row of ``scores [query_pos, key_pos]`` whose winner stands out most: the largest gap between its
+    top two scores (the first such row on a tie; row 0 when there is a single key). A question about that row can
+    be answered from the heatmap's colours; on a row of near-equal scores it could not."""
+    scores = np.asarray(scores, np.float64)
+    if scores.shape[1] < 2:
+        return 0
+    top_two = -np.sort(-scores, axis=1)[:, :2]
+    return int(np.argmax(top_two[:, 0] - top_two[:, 1]))
+
+
 def softmax(row: np.ndarray) -> np.ndarray:
     """Softmax of one row of finite scores (float64)."""
     row = np.asarray(row, np.float64)
