@@ -96,6 +96,9 @@ def test_the_scores_question_asks_the_row_with_the_clearest_winner(lang, text):
         assert row != len(z) - 1, "the example no longer shows the near-tie in its last row"
     radio = at.radio(key=answer_key(1, 1))
     assert f" {row}" in radio.label, radio.label
+    # beside the question, before the guess, the class is told the weights are random (no meaning to expect)
+    said = {"en": "weights are random (seed 0)", "zh": "权重是随机的（种子 0）"}[lang]
+    assert any(said in c.value for c in at.caption), [c.value for c in at.caption]
     best = int(np.nanargmax(z[row]))
     right = _("Right: {answer}.", lang).split("{answer}")[0]
     for choice in range(len(radio.options)):

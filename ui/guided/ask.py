@@ -34,6 +34,8 @@ def show(view: StepView, lesson: int, step: int) -> None:
         order = [(i + lesson + step) % n for i in range(n)]
         picked = st.radio(view.question, order, index=None, key=answer_key(lesson, step),
                           format_func=partial(callbacks.label_of, view.choices))
+        if view.note:
+            st.caption(view.note)
         if picked is None:
             st.caption(_("Choose an answer: the explanation appears once you have."))
             return

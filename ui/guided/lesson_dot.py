@@ -55,6 +55,8 @@ def scores(settings, sources) -> StepView:
             row=query, token=plain(tokens[query])),
         choices=tuple(token_choice(tokens, p) for p in shown), correct=shown.index(best),
         explain=_why(row, query, best, settings.seed),
+        note=_("The toy model's weights are random (seed {seed}), so expect arithmetic here, not meaning: trained "
+               "heads come in lessons 4 and 5.").format(seed=settings.seed),
         page="", params=link_params(settings, stage="scores", head=HEAD, sentence=0), page_title=_("Explorer"))
 
 

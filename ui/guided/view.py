@@ -14,7 +14,8 @@ class StepView:
     ``title``, ``intro``, ``question`` and ``explain`` are translated Markdown written by us; anything the learner
     typed inside them must already be :func:`~ui.shell.markdown.plain`. ``choices`` are shown as plain labels;
     ``correct`` is the index of the right one, computed with the figure. ``page`` and ``params`` open the full
-    page in the same state (``page`` "" is the explorer, the default page)."""
+    page in the same state (``page`` "" is the explorer, the default page). ``note``, when not empty, is a caption
+    under the question, read before the choice (e.g. that the weights are random)."""
 
     title: str
     intro: str
@@ -26,6 +27,7 @@ class StepView:
     page: str
     params: dict = field(default_factory=dict)
     page_title: str = ""
+    note: str = ""
 
 
 def page_link(page: str, params: dict) -> str:
