@@ -32,3 +32,29 @@ def test_a_minilm_statistics_row_brings_its_head_into_view(server, chromium, tmp
     print(f"\nafter selecting row 5: Stage label at {stage}, answer {answer}, heatmap {heatmap}, header {header}")
     assert header <= stage and header <= answer[0] and answer[1] <= 720, (stage, answer)
     assert header <= heatmap[0] and heatmap[1] <= 720, heatmap
+
+
+def test_the_answer_lines_link_brings_the_steps_into_view(server, chromium, tmp_path):
+    """After a cell click, the answer line beside the heatmap points to the term-by-term steps ~700 px below it: its
+    link scrolls the "Explain this number" heading to the top of the screen, and the address keeps no "#…"."""
+    from browser_utils import cell_centre
+    from test_browser_issue34 import FOCUS
+
+    page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": "the cat sat on the mat"}))
+    page.mouse.click(*cell_centre(page, FOCUS, 2, 1))
+    page.wait_for_function("() => location.search.includes('q=2') && location.search.includes('k=1')",
+                           timeout=60_000)
+    wait_idle(page)
+    heading = """() => Array.from(document.querySelectorAll('h4'))
+        .find(h => h.innerText.startsWith('Explain this number')).getBoundingClientRect().top"""
+    before = page.evaluate(heading)
+    link = page.locator('[data-testid="stMarkdownContainer"] a', has_text="every step below")
+    assert link.count() == 1, "no pointer from the answer line to the steps"
+    link.click()
+    page.wait_for_timeout(800)
+    page.screenshot(path=str(tmp_path / "steps_in_view.png"))
+    after, header, address = page.evaluate(heading), page.evaluate(HEADER_BOTTOM), page.evaluate("location.href")
+    page.close()
+    print(f"\nthe steps' heading at {before} px before the link, {after} px after (header {header})")
+    assert before > 720 and header <= after <= header + 60, (before, after)
+    assert "#" not in address, address

@@ -41,10 +41,37 @@ def _num(x: float) -> str:
     return number(x, ".4f")  # −∞ for a blocked score, — for a row with no visible key (ui/parts/numbers.py)
 
 
-def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int, outlined: bool = True) -> None:
+# The answer line's "every step below ↓" link: the panel's steps start ~700 px under it. A click scrolls the panel's
+# heading to the top of the screen, under Streamlit's header (opaque, 60 px), without changing the address (a "#…"
+# in a copied link would open the page scrolled). Registered once per browser page: the link is Markdown, so the
+# listener catches it on the document.
+_TO_STEPS = """<script>
+(() => {{ if (window.aeStepsLink) return; window.aeStepsLink = true;
+  document.addEventListener("click", (event) => {{
+    const link = event.target.closest && event.target.closest('a[href^="{anchor}"]');
+    const target = link && document.querySelector(".st-key-" + link.getAttribute("href").slice({cut}) + "explain_head");
+    if (!target) return;
+    event.preventDefault();
+    const header = document.querySelector('[data-testid="stHeader"]');
+    target.style.scrollMarginTop = ((header ? Math.max(0, header.getBoundingClientRect().bottom) : 0) + 8) + "px";
+    target.scrollIntoView({{block: "start", behavior: "instant"}});
+  }}, true);
+}})();
+</script>"""
+STEPS_ANCHOR = "#ae-steps-"
+
+
+def steps_link(key_prefix: str) -> str:
+    """Markdown: a link that scrolls to the steps of the panel :func:`show` draws with ``key_prefix``."""
+    return "[" + _("every step below ↓") + f"]({STEPS_ANCHOR}{key_prefix})"
+
+
+def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int, outlined: bool = True,
+               below: str | None = None) -> None:
     """The answer for the chosen cell in two short lines, placed beside (or above) the focused heatmap so a click's
     answer is in view at 1280×720: the score, the weight and the row's softmax; the steps follow in :func:`show`.
-    ``outlined``: the focused heatmap frames the cell (a query × key stage, not Q, K, V or the context)."""
+    ``outlined``: the focused heatmap frames the cell (a query × key stage, not Q, K, V or the context). ``below``:
+    the key prefix of that panel, drawn further down the page: the line ends with a link that scrolls to it."""
     e = explain_cell(trace, batch=batch, layer=layer, head=head, query=query, key=key)
     tokens = trace.tokens[batch]
     cell = _("q {q} → k {k}").format(q=plain(f"{query}: {tokens[query]}"), k=plain(f"{key}: {tokens[key]}"))
@@ -55,6 +82,8 @@ def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, k
     else:
         body = _("score {s}, weight **{w}** = {num} / {den} (e^(s − m) / Σ over the row)").format(
             s=_num(e.score), w=_num(e.weight), num=_num(e.exps[key]), den=_num(e.exp_sum))
+    if below is not None:
+        body += " · " + steps_link(below)
     if not outlined:  # Q, K, V, context: the heatmap is position × dimension, no cell is framed
         st.markdown(f"**{cell}**: {body}", help=_("Pick the query and key under **Explain this number**, which shows "
                                                    "every step."))
@@ -77,8 +106,10 @@ def show(trace: Trace, *, batch: int, layer: int, head: int, key_prefix: str, cl
     options = [f"{i}: {t}" for i, t in enumerate(tokens)]
     bind_url(q_key, "q", range(n), 0, labels=options)
     bind_url(k_key, "k", range(n), 0, labels=options)
-    st.markdown("#### " + _("Explain this number · head {head}").format(head=head)
-                + (_(", layer {layer}").format(layer=layer) if trace.n_layers > 1 or layer else ""))
+    with st.container(key=f"{key_prefix}explain_head"):  # where the answer line's link scrolls to (steps_link)
+        st.markdown("#### " + _("Explain this number · head {head}").format(head=head)
+                    + (_(", layer {layer}").format(layer=layer) if trace.n_layers > 1 or layer else ""))
+        st.html(_TO_STEPS.format(anchor=STEPS_ANCHOR, cut=len(STEPS_ANCHOR)), unsafe_allow_javascript=True)
     left, right, note = st.columns([1, 1, 2], vertical_alignment="bottom")
     query = left.selectbox(_("Query (row)"), range(n), key=q_key, format_func=options.__getitem__)
     key = right.selectbox(_("Key (column)"), range(n), key=k_key, format_func=options.__getitem__)

@@ -254,7 +254,8 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     if cell is not None:
         with where["answer"]:
             explain_panel.first_line(trace, batch=batch, layer=layer, head=head, query=cell[0], key=cell[1],
-                                     outlined=stage in PATTERN_STAGES)  # stage_figure frames only these
+                                     outlined=stage in PATTERN_STAGES,  # stage_figure frames only these
+                                     below=key_prefix)  # the panel's steps, drawn at the bottom (cell: explain on)
             _answer_into_view(key_prefix, (batch, layer, head, *cell), opened)
     with where["tiles"]:
         by_row = scale == "row" and stage == "weights"  # only the large head is coloured row by row
