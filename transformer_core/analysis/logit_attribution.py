@@ -1,10 +1,12 @@
 """Direct logit attribution: how much each head, each MLP and the embeddings write the answer directly.
 
 Before the final norm, a LLaMA decoder's residual stream at a position is a plain sum: the token embedding, every
-head's output and every MLP's output (each block adds them; no biases). Head ``h`` of layer ``l`` writes
-``context_h · W_O[:, h·d_head:(h+1)·d_head]ᵀ`` (its slice of the output projection). The final RMSNorm divides the
-stream by its root mean square, then multiplies by its weight ``g``; with that scale *frozen* from the clean run, the
-logit of token ``t`` is linear in the parts:
+head's output, every MLP's output and, in a checkpoint whose config says ``attention_bias=True`` (Llama's option; it
+puts a bias ``b_O`` on each layer's output projection), every layer's ``b_O``. Head ``h`` of layer ``l`` writes
+``context_h · W_O[:, h·d_head:(h+1)·d_head]ᵀ`` (its slice of the output projection); ``b_O`` is added once per layer
+after the heads are summed, so it belongs to no head. The final RMSNorm divides the stream by its root mean square,
+then multiplies by its weight ``g``; with that scale *frozen* from the clean run, the logit of token ``t`` is linear in
+the parts:
 
     logit_t = Σ_parts (part / rms) · (g ⊙ W_U[t])
 
@@ -12,7 +14,10 @@ so each part's share is one dot product and the shares sum to the logit exactly 
 ``target − contrast`` use ``W_U[target] − W_U[contrast]``. This is TransformerLens's ``logit_attrs`` on
 ``decompose_resid``/``stack_head_results`` with ``apply_ln_to_stack`` (the norm's scale taken from the final
 residual), for one position; Elhage et al., "A Mathematical Framework for Transformer Circuits" (2021), call it the
-direct path. It leaves out what a part does through later layers (patching, :mod:`.patching`, sees that).
+direct path. As in TransformerLens, a head's result leaves ``b_O`` out ("attn_out for a layer is the sum of head
+results plus b_O", ``ActivationCache.compute_head_results``) and the biases are one term of their own, summed over
+the layers (``get_full_resid_decomposition``'s ``"bias"`` row, ``HookedTransformer.accumulated_bias``), not split over
+the heads. It leaves out what a part does through later layers (patching, :mod:`.patching`, sees that).
 
 Shape legend: layer, head, d_head, d_model, vocab.
 """
@@ -47,6 +52,16 @@ def head_outputs(model, contexts: np.ndarray) -> np.ndarray:
     return out
 
 
+def output_bias(model) -> np.ndarray | None:
+    """The attention output projections' biases summed over the layers, float64 ``[d_model]`` (what every position's
+    residual stream receives from them, whatever the input), or ``None`` when no layer's W_O has a bias."""
+    biases = [layer.attention.W_O.bias for layer in model.layers if layer.attention.W_O.bias is not None]
+    if not biases:
+        return None
+    with torch.no_grad():
+        return torch.stack([b.double() for b in biases]).sum(0).numpy()
+
+
 def direct_logit_attribution(model, parts: dict, target: int, contrast: int | None = None) -> dict:
     """Every part's direct contribution to the logit of ``target`` at one position (minus ``contrast``'s, when
     given), with the final norm's scale frozen from the clean run.
@@ -55,9 +70,11 @@ def direct_logit_attribution(model, parts: dict, target: int, contrast: int | No
     (:func:`head_outputs`), ``"mlps"`` ``[layer, d_model]`` (each feed-forward's output before its addition), and
     ``"final"`` ``[d_model]`` (the residual stream the final norm reads: the sum of the others).
 
-    Returns ``{"heads": float64 [layer, head], "mlps": float64 [layer], "embed": float, "total": the sum of all
-    parts, "logit_diff": the model's own logit (difference) from ``final``, "scale": 1 / rms(final)}``; ``total``
-    equals ``logit_diff`` to float rounding (tests/test_logit_attribution.py checks it against Hugging Face).
+    Returns ``{"heads": float64 [layer, head], "mlps": float64 [layer], "embed": float, "bias": the output
+    projections' biases' share (:func:`output_bias`; ``None`` when the model has none), "total": the sum of all parts,
+    "logit_diff": the model's own logit (difference) from ``final``, "scale": 1 / rms(final)}``; ``total`` equals
+    ``logit_diff`` to float rounding (tests/test_logit_attribution.py checks it against Hugging Face, and
+    tests/test_logit_attribution_bias.py with biases).
 
     Raises:
         ValueError: a token id outside the vocabulary.
@@ -80,6 +97,8 @@ def direct_logit_attribution(model, parts: dict, target: int, contrast: int | No
             return (torch.tensor(np.asarray(x), dtype=torch.float64) @ direction * scale).numpy()
 
         heads, mlps, embed = attr(parts["heads"]), attr(parts["mlps"]), float(attr(parts["embed"]))
+        b_o = output_bias(model)
+        bias = None if b_o is None else float(attr(b_o))
         logit_diff = float(final @ direction * scale)
-    return {"heads": heads, "mlps": mlps, "embed": embed, "total": float(heads.sum() + mlps.sum() + embed),
-            "logit_diff": logit_diff, "scale": scale}
+    return {"heads": heads, "mlps": mlps, "embed": embed, "bias": bias,
+            "total": float(heads.sum() + mlps.sum() + embed + (bias or 0.0)), "logit_diff": logit_diff, "scale": scale}
