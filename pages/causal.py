@@ -30,6 +30,7 @@ except OSError as err:
     st.error(_("The causal model's training log is missing, so this page cannot run: {error}").format(error=plain(str(err))),
              icon=":material/block:")
     st.stop()
+causal.count_forwards()  # diagnostics only (AE_DIAGNOSTICS=1): the model's forward calls, for the tests
 
 # ------------------------------------------------------------------ controls
 url.bind_url("causal_period", "period", range(2, CAUSAL_CONFIG.max_positions // 2 + 1), 16)

@@ -15,14 +15,15 @@ from transformer_core.analysis.causal_sequence import detect_period, future_shar
 from transformer_core.analysis.causal_sequence import repeated_sequence as generate
 from transformer_core.analysis.value_norms import with_norms
 from transformer_core.figures.loss_curve import loss_curve_figure
-from transformer_core.models.causal import CAUSAL_CONFIG, run_causal, training_log
+from transformer_core.models.causal import CAUSAL_CONFIG, CausalUnavailable, load_causal_model, run_causal, training_log
 from transformer_core.records.trace import Trace
 
+from ..shell import diagnostics
 from ..shell.cache import memo
 from ..shell.chart import Spec, spec
 
-__all__ = ["MAX_TOKENS", "VOCAB", "causal_trace", "causal_with_norms", "detect_period", "future_share", "generate",
-           "log", "loss_curve", "loss_summary", "next_seed", "regenerate", "sequence_scores"]
+__all__ = ["MAX_TOKENS", "VOCAB", "causal_trace", "causal_with_norms", "count_forwards", "detect_period", "future_share",
+           "generate", "log", "loss_curve", "loss_summary", "next_seed", "regenerate", "sequence_scores"]
 VOCAB = CAUSAL_CONFIG.vocab_size
 MAX_TOKENS = CAUSAL_CONFIG.max_positions
 
@@ -44,6 +45,19 @@ def log() -> dict:
     """The committed training record (:func:`~transformer_core.models.causal.training_log`), read once per process
     and shared (read it, never change it); an ``OSError`` is raised, not cached."""
     return training_log()
+
+
+def count_forwards() -> None:
+    """With diagnostics on (:mod:`ui.shell.diagnostics`, ``AE_DIAGNOSTICS=1``), count every checkpoint's whole-model
+    forward calls under ``"causal"``, whichever part of the page runs it (the tests check that the page runs the
+    model no more than its numbers need). Without diagnostics: nothing, and no checkpoint is loaded."""
+    if not diagnostics.enabled():
+        return
+    for step in log()["checkpoint_steps"]:
+        try:
+            diagnostics.count_forwards(load_causal_model(step), "causal")
+        except CausalUnavailable:  # the page says so where it runs the model
+            return
 
 
 @memo("causal_traces")
