@@ -157,7 +157,7 @@ def main(argv=None) -> int:
 
     def rank():
         cache.clear_all()
-        llm.ranked("zero", "ioi")
+        llm.ranked(llm.DEFAULT, "zero", "ioi")
     record("Rank the 270 heads (zero ablation)", "≤ 10 s", [rank for _ in range(min(repeats, 2))])
     counter.close()
 

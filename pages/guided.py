@@ -4,6 +4,8 @@ from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
+from functools import partial
+
 import streamlit as st
 
 from transformer_core.models.causal import CausalUnavailable
@@ -12,6 +14,7 @@ from ui.causal import compute as causal
 from ui.guided import ask, catalog, route
 from ui.guided.sources import Sources
 from ui.llm import compute as llm
+from ui.llm.catalog import DEFAULT as SMOLLM2
 from ui.parts import toy_compute
 from ui.shell import controls
 from ui.shell.i18n import _
@@ -26,8 +29,10 @@ if not settings.sentences and lesson <= 3:  # lessons 4 and 5 read their own mod
     st.info(_("Type at least one sentence in the sidebar to begin."), icon=":material/edit:")
     st.stop()
 # the pages' own caches: a lesson adds no model run of its own
+# (lesson 5 is written for SmolLM2's heads, whichever models the server's /llm page offers)
 sources = Sources(toy=toy_compute.toy_trace, causal=causal.causal_trace, sequence=causal.generate,
-                  llm_summary=llm.summary, llm_layer=llm.layer_trace, llm_attribution=llm.attribution)
+                  llm_summary=partial(llm.summary, SMOLLM2), llm_layer=partial(llm.layer_trace, SMOLLM2),
+                  llm_attribution=partial(llm.attribution, SMOLLM2))
 try:
     view = catalog.LESSONS[lesson - 1][1][step - 1](settings, sources)
 except ValueError as err:

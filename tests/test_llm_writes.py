@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from apptest_utils import decode, figures, new_app
 
 PAGE = "pages/llm.py"
@@ -101,7 +100,7 @@ def test_the_default_corrupted_prompt_flips_the_answer_and_patching_shows_the_co
     assert not at.exception, [e.message for e in at.exception]
     _model, tokenizer = smollm2
     mary, john = ids_of(tokenizer, " Mary", " John")
-    core = compute.patched(IOI, corrupt, mary, john)  # the page's cached result
+    core = compute.patched(compute.DEFAULT, IOI, corrupt, mary, john)  # the page's cached result
     heads = np.asarray(decode(view(at, "patching", of="heads")["data"][0]["z"]), float)
     positions = np.asarray(decode(view(at, "patching", of="positions")["data"][0]["z"]), float)
     np.testing.assert_allclose(heads, core["heads"], atol=1e-6)

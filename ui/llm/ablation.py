@@ -1,6 +1,7 @@
-"""The heads behind an answer, on SmolLM2 (issue 32): the indirect-object sentence (Wang et al. 2022), any heads
+"""The heads behind an answer, on the real LLM: the indirect-object sentence (Wang et al. 2022), any heads
 ablated (zero, or the mean over a named reference set of prompts), p(" Mary"), p(" John") and the top-5 before and
-after; "Rank the heads" ablates each of the 270 alone with a progress bar; where the top heads' last position attends.
+after; "Rank the heads" ablates each head alone with a progress bar; where the top heads' last position attends.
+The mean mode's reference set is SmolLM2's: another model ablates with zero.
 
 URL: ``ablate=L9H3,…`` and ``ablate_mode=zero|mean`` (:mod:`ui.parts.ablation_controls`' binding of the heads).
 """
@@ -14,6 +15,7 @@ import streamlit as st
 from transformer_core.analysis.ablation import format_heads, parse_heads
 from transformer_core.figures.smollm2 import attend_figure, rank_figure
 from transformer_core.figures.stage import chart_config
+from transformer_core.models.face import ModelConfig
 from transformer_core.records.serialize import csv_file
 
 from ..parts.ablation_controls import bind_heads, head_names
@@ -25,20 +27,23 @@ from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from ..shell.url import bind_url
 from . import compute
+from .catalog import Choice
 
 MODES = {"zero": N_("zero (context = 0)"), "mean": N_("mean over the reference set")}
 TOP_ATTEND = 6  # heads drawn in "where the top heads attend"
 
 
-def _controls() -> tuple[tuple, str]:
-    bind_heads("llm_ablate", compute.N_LAYERS, compute.N_HEADS)
-    bind_url("llm_ablate_mode", "ablate_mode", tuple(MODES), "zero")
+def _controls(choice: Choice, config: ModelConfig) -> tuple[tuple, str]:
+    n_layers, n_heads = config.n_layers, config.n_heads
+    modes = tuple(MODES) if choice.is_smollm2 else ("zero",)  # the reference set's means are SmolLM2's
+    bind_heads("llm_ablate", n_layers, n_heads)
+    bind_url("llm_ablate_mode", "ablate_mode", modes, "zero")
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
-    picked = c1.multiselect(_("Heads to ablate"), head_names(compute.N_LAYERS, compute.N_HEADS), key="llm_ablate",
+    picked = c1.multiselect(_("Heads to ablate"), head_names(n_layers, n_heads), key="llm_ablate",
                             placeholder=_("pick heads, e.g. L9H3"), help=_("Layer L, head H. In the URL: ablate=L9H3,L12H0"))
     names = {m: _(label) for m, label in MODES.items()}
-    mode = c2.radio(_("Ablation"), tuple(MODES), key="llm_ablate_mode", format_func=names.get)
-    return parse_heads(",".join(picked), compute.N_LAYERS, compute.N_HEADS), mode
+    mode = c2.radio(_("Ablation"), modes, key="llm_ablate_mode", format_func=names.get)
+    return parse_heads(",".join(picked), n_layers, n_heads), mode
 
 
 def _reference(mode: str) -> str:
@@ -54,21 +59,25 @@ def _reference(mode: str) -> str:
     return name
 
 
-def section() -> None:
+def section(choice: Choice, config: ModelConfig) -> None:
     from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, TARGETS
 
     st.subheader(_("The heads behind an answer"))
-    st.caption(_("The indirect-object sentence of interpretability research (Wang et al. 2022): `{prompt}` → SmolLM2 "
+    st.caption(_("The indirect-object sentence of interpretability research (Wang et al. 2022): `{prompt}` → {model} "
                  "should say “Mary”, the name not repeated. Ablate heads — their context set to 0, or to its mean over "
                  "a reference set of prompts — and see what the next word becomes. The model is never changed: the "
-                 "ablation is private to this run.").format(prompt=IOI_PROMPT))
-    heads, mode = _controls()
+                 "ablation is private to this run.").format(prompt=IOI_PROMPT, model=choice.label))
+    heads, mode = _controls(choice, config)
     reference = _reference(mode)
-    if heads:
-        out = compute.effect(heads, mode, reference)
-        intact, ablated = out["intact"], out["ablated"]
-    else:  # nothing ablated: the intact numbers come from the page's cached run of the prompt
-        intact, ablated = compute.ioi_intact(), None
+    try:
+        if heads:
+            out = compute.effect(choice, heads, mode, reference)
+            intact, ablated = out["intact"], out["ablated"]
+        else:  # nothing ablated: the intact numbers come from the page's cached run of the prompt
+            intact, ablated = compute.ioi_intact(choice), None
+    except ValueError as err:  # e.g. this model's tokenizer splits " Mary" into pieces
+        st.warning(_("Cannot ablate on this model: {error}.").format(error=plain(str(err))), icon=":material/warning:")
+        return
     mary, john = TARGETS
     if heads:
         st.markdown(_("**Ablating {heads}** ({mode}): p(“Mary”) **{m0}** → **{m1}**, p(“John”) **{j0}** → **{j1}**.")
@@ -82,55 +91,57 @@ def section() -> None:
              **({N_("ablated"): f"{ablated['top'][r][0]}  {number(ablated['top'][r][2], '.3f')}"} if ablated else {})}
             for r, a in enumerate(intact["top"])]
     st.dataframe(pd.DataFrame(rows).rename(columns=lambda c: _(c)), hide_index=True, key="llm_ablate_top")
-    data = {"prompt": IOI_PROMPT, "ablate": format_heads(heads), "mode": mode, "reference": reference,
+    data = {"model": choice.label, "prompt": IOI_PROMPT, "ablate": format_heads(heads), "mode": mode, "reference": reference,
             "intact": intact, "ablated": ablated}
     download_button(st, "⬇ " + _("Effect as JSON"), json.dumps(data, ensure_ascii=False, indent=1),
-                       file_name=f"smollm2_ablation_{format_heads(heads) or 'none'}.json", mime="application/json",
+                       file_name=f"{choice.slug}_ablation_{format_heads(heads) or 'none'}.json", mime="application/json",
                        key="llm_ablate_json")
-    _rank(mode, reference)
+    _rank(choice, config, mode, reference)
 
 
-def _rank(mode: str, reference: str) -> None:
+def _rank(choice: Choice, config: ModelConfig, mode: str, reference: str) -> None:
     ss = st.session_state
-    key = (mode, reference)
-    ready = cache.cached(compute.ranked, mode, reference)  # another student's ranking: served free, not counted
-    if st.button(_("Rank the heads: ablate each of the 270 alone"), key="llm_rank_button", icon=":material/sort:"):
+    key = (choice, mode, reference)
+    ready = cache.cached(compute.ranked, *key)  # another student's ranking: served free, not counted
+    if st.button(_("Rank the heads: ablate each of the {n} alone").format(n=config.n_layers * config.n_heads),
+                 key="llm_rank_button", icon=":material/sort:"):
         note = st.empty()
         try:
             if ready:
-                ss["llm_rank"] = (key, compute.ranked(mode, reference))
+                ss["llm_rank"] = (key, compute.ranked(*key))
             else:
                 with long_actions.turn(note):
-                    passes = _("{done} of {total} layers done (one batched pass per layer's 9 heads)")
+                    passes = _("{done} of {total} layers done (one batched pass per layer's {heads} heads)").format(
+                        done="{done}", total="{total}", heads=config.n_heads)
                     bar = note.progress(0.0, text=_("Ablating the heads of layer 0 …"))
 
                     def progress(done: int, total: int) -> None:
                         bar.progress(done / total, text=passes.format(done=done, total=total))
 
-                    ss["llm_rank"] = (key, compute.ranked(mode, reference, progress=progress))
+                    ss["llm_rank"] = (key, compute.ranked(*key, progress=progress))
                 note.empty()
         except long_actions.Refused:
             pass  # the note says why and when
     if ss.get("llm_rank", (None,))[0] != key:
-        what = _("**Rank the heads** ablates each head alone and sorts them by how much p(“Mary”) falls: 30 batched "
-                 "passes, each from the ablated layer on.")
+        what = _("**Rank the heads** ablates each head alone and sorts them by how much p(“Mary”) falls: {n} batched "
+                 "passes, each from the ablated layer on.").format(n=config.n_layers)
         st.caption(what + " " + (_("Already computed on this server: shown at once, not counted.") if ready else
                                  long_actions.cost_note(_("about 10 s"))))
         return
     result = ss["llm_rank"][1]
     fmt = ss.get("shared_image_format", "png")
     effect = result["effect"]  # [layer, head]
-    chart(rank_figure(effect, "Mary"), key="llm_rank_chart", config=chart_config(f"smollm2_rank_{mode}", fmt))
+    chart(rank_figure(effect, "Mary"), key="llm_rank_chart", config=chart_config(f"{choice.slug}_rank_{mode}", fmt))
     order = effect.ravel().argsort()[::-1][:TOP_ATTEND]
-    top = [divmod(int(i), compute.N_HEADS) for i in order]
-    last = compute.ioi_last_rows()
+    top = [divmod(int(i), config.n_heads) for i in order]
+    last = compute.ioi_last_rows(choice)
     rows = [last["rows"][lay, h] for lay, h in top]
     names = [f"L{lay}H{h}" for lay, h in top]
     tokens = last["tokens"]
     mary_pos = [i for i, t in enumerate(tokens) if t == "␣Mary"]
     share = [float(last["rows"][lay, h, mary_pos].sum()) for lay, h in top]
     chart(attend_figure(rows, names, tokens), key="llm_attend_chart",
-          config=chart_config(f"smollm2_attend_{mode}", fmt))
+          config=chart_config(f"{choice.slug}_attend_{mode}", fmt))
     john_pos = [i for i, t in enumerate(tokens) if t == "␣John"]
     on = {"Mary": share, "John": [float(last["rows"][lay, h, john_pos].sum()) for lay, h in top],
           "sink": [float(last["rows"][lay, h, 0]) for lay, h in top]}
@@ -146,4 +157,4 @@ def _rank(mode: str, reference: str) -> None:
                           for lay in range(effect.shape[0]) for h in range(effect.shape[1])])
     table = table.sort_values("effect", ascending=False, kind="stable")
     download_button(st, "⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
-                       file_name=f"smollm2_rank_{mode}.csv", mime="text/csv", key="llm_rank_csv")
+                       file_name=f"{choice.slug}_rank_{mode}.csv", mime="text/csv", key="llm_rank_csv")

@@ -1,4 +1,4 @@
-"""Every head of SmolLM2 at a glance (30 layers × 9 heads, one colour each), the open head stage by stage with the
+"""Every head of the real LLM at a glance (SmolLM2: 30 layers × 9 heads, one colour each), the open head stage by stage with the
 explain panel and its key/value group, and the per-head statistics with the attention-sink share.
 
 The grid and the head view are one fragment (:mod:`ui.shell.fragments`): a tile, stage, layer, head or cell click
@@ -15,21 +15,22 @@ import streamlit as st
 
 from transformer_core.figures.smollm2 import head_grid_figure
 from transformer_core.figures.stage import chart_config, figure_filename
+from transformer_core.models.face import ModelConfig
 from transformer_core.records.trace import Trace
 
 from ..parts import head_view, trace_tables
 from ..parts.numbers import number
+from ..shell import callbacks, fragments
 from ..shell.cache import per_trace
 from ..shell.chart import chart, spec
-from ..shell import callbacks, fragments
 from ..shell.downloads import download_button
 from ..shell.i18n import N_, _
 from ..shell.url import bind_url
 from . import compute
+from .catalog import Choice
 
 COLORS = {"sink_share": N_("share to the first token (sink)"), "max_weight": N_("largest weight"),
           "entropy": N_("entropy (nats)")}
-OPEN_HEAD = {"layer_key": "llm_layer", "head_key": "llm_head", "n_heads": compute.N_HEADS}
 
 
 def color_control() -> str:
@@ -40,21 +41,22 @@ def color_control() -> str:
                                 format_func=names.get)
 
 
-def open_tile(event_key: str) -> None:
+def open_tile(event_key: str, n_heads: int, n_layers: int) -> None:
     """``on_select`` of the grid: a click on a head opens it, and the next run brings the opened head's answer line
     and heatmap (under the grid) to the top of the screen, also when that head was open already."""
-    tile = callbacks.clicked_tile(event_key, compute.N_HEADS, compute.N_LAYERS)
+    tile = callbacks.clicked_tile(event_key, n_heads, n_layers)
     if tile is not None:
         st.session_state["llm_layer"], st.session_state["llm_head"] = tile
         head_view.opened_by_tile("llm_")
 
 
-def grid_and_head(prompt: str, trace: Trace, grids: dict) -> None:
-    """The fragment: the 30 × 9 grid (a click opens a head) beside its colour choice and the open head's key/value
-    group; under them, the open head's view as wide as the page (a tile click scrolls it into view)."""
+def grid_and_head(choice: Choice, prompt: str, trace: Trace, grids: dict, config: ModelConfig) -> None:
+    """The fragment: the layer × head grid (a click opens a head) beside its colour choice and the open head's
+    key/value group; under them, the open head's view as wide as the page (a tile click scrolls it into view)."""
     ss = st.session_state
-    bind_url("llm_layer", "layer", range(compute.N_LAYERS), 0)
-    bind_url("llm_head", "head", range(compute.N_HEADS), 0)
+    n_layers, n_heads = config.n_layers, config.n_heads
+    bind_url("llm_layer", "layer", range(n_layers), 0)
+    bind_url("llm_head", "head", range(n_heads), 0)
     layer, head = int(ss.get("llm_layer", 0)), int(ss.get("llm_head", 0))
     n = len(trace.tokens[0])
     # the grid is tall and narrow: beside it its legend and the open head's KV group; the open head goes under it,
@@ -62,8 +64,8 @@ def grid_and_head(prompt: str, trace: Trace, grids: dict) -> None:
     left, right = st.columns([1, 1.6], gap="medium")
     with right:
         st.markdown(_("**All {layers} layers × {heads} heads**, one colour per head. **Click a head** to open it "
-                      "below. The white lines part the three key/value groups.").format(layers=compute.N_LAYERS,
-                                                                                        heads=compute.N_HEADS))
+                      "below. The white lines part the {groups} key/value groups.").format(
+            layers=n_layers, heads=n_heads, groups=config.n_kv_heads))
         color = color_control()
         st.caption(_("Open below: **layer {layer} · head {head}** ↓").format(layer=layer, head=head))
     zmax = math.log(n) if color == "entropy" else 1.0
@@ -72,14 +74,13 @@ def grid_and_head(prompt: str, trace: Trace, grids: dict) -> None:
         grids[color], value_name=_(COLORS[color]), zmax=max(zmax, 1e-6), highlight=(layer, head),
         fmt=".1%" if color == "sink_share" else ".2f")))
     fmt = ss.get("shared_image_format", "png")
-    chart(fig, key="llm_grid", selection_mode="points", on_select=partial(open_tile, "llm_grid"),
+    chart(fig, key="llm_grid", selection_mode="points", on_select=partial(open_tile, "llm_grid", n_heads, n_layers),
           config=chart_config(figure_filename(f"grid_{color}", None, None, trace.tokens[0]), fmt),
           target=left)
-    stage, _batch, layer, head, scale, all_large = head_view.controls(compute.N_HEADS, "llm_",
-                                                                      n_layers=compute.N_LAYERS)
-    layer_trace = compute.layer_trace(prompt, layer)
+    stage, _batch, layer, head, scale, all_large = head_view.controls(n_heads, "llm_", n_layers=n_layers)
+    layer_trace = compute.layer_trace(choice, prompt, layer)
     with right:
-        kv_note(layer_trace, layer, head)
+        kv_note(layer_trace, layer, head, config)
     head_view.show(layer_trace, batch=0, layer=layer, stage=stage, head=head, fixed=scale, all_large=all_large,
                    key_prefix="llm_", title_prefix=_("layer {layer} · ").format(layer=layer))
     # the CSV button on its own row: a third of the page cut its label ("⬇ Attention weights softmax(·)…")
@@ -87,10 +88,14 @@ def grid_and_head(prompt: str, trace: Trace, grids: dict) -> None:
     trace_tables.trace_downloads(layer_trace, batch=0, stages=head_view.STAGES, layer=layer, key_prefix="llm_")
 
 
-def kv_note(trace: Trace, layer: int, head: int) -> None:
-    """Which key/value head the open query head reads, its two sibling query heads, and that their K and V are the
-    same numbers (the largest difference, from the captured tensors)."""
-    group = compute.N_HEADS // compute.N_KV
+def kv_note(trace: Trace, layer: int, head: int, config: ModelConfig) -> None:
+    """Which key/value head the open query head reads, its sibling query heads, and that their K and V are the
+    same numbers (the largest difference, from the captured tensors). Nothing for a model without grouped-query
+    attention (one key/value head per query head)."""
+    n_kv = config.n_kv_heads
+    if n_kv == config.n_heads:
+        return
+    group = config.n_heads // n_kv
     kv = head // group
     siblings = [h for h in range(kv * group, (kv + 1) * group)]
     k = trace.stage("k", layer)[0]  # [head, pos, d_head]
@@ -98,15 +103,18 @@ def kv_note(trace: Trace, layer: int, head: int) -> None:
     k_kv, v_kv = trace.stage("k_kv", layer)[0], trace.stage("v_kv", layer)[0]  # [kv_head, pos, d_head]
     diff = max(float(np.abs(k[h] - k_kv[kv]).max()) for h in siblings)
     diff = max(diff, *(float(np.abs(v[h] - v_kv[kv]).max()) for h in siblings))
-    other = float(np.abs(k_kv[kv] - k_kv[(kv + 1) % compute.N_KV]).max())
-    st.caption(_("**Grouped-query attention:** query head {head} uses key/value head {kv} = {head} // {group}. Query heads "
-              "{heads} share it: their K and V are the same numbers (largest difference {diff}), while another group's "
-              "keys differ by up to {other}. 9 query heads, 3 key/value heads: the KV cache holds a third of the "
-              "keys and values.").format(head=head, kv=kv, group=group, heads=", ".join(map(str, siblings)),
-                                         diff=number(diff, "g"), other=number(other, ".2f")))
+    other = float(np.abs(k_kv[kv] - k_kv[(kv + 1) % n_kv]).max()) if n_kv > 1 else None
+    text = _("**Grouped-query attention:** query head {head} uses key/value head {kv} = {head} // {group}. Query heads "
+             "{heads} share it: their K and V are the same numbers (largest difference {diff}).").format(
+        head=head, kv=kv, group=group, heads=", ".join(map(str, siblings)), diff=number(diff, "g"))
+    if other is not None:
+        text += " " + _("Another group's keys differ by up to {other}.").format(other=number(other, ".2f"))
+    text += " " + _("{heads} query heads, {kv} key/value heads: the KV cache holds 1/{group} of the keys and values "
+                    "full attention would keep.").format(heads=config.n_heads, kv=n_kv, group=group)
+    st.caption(text)
 
 
-def stats_table(stats, n_tokens: int) -> None:
+def stats_table(stats, n_tokens: int, n_heads: int, file_prefix: str) -> None:
     """Per-head statistics with the sink share; a selected row opens that head."""
     st.subheader(_("Per-head statistics"))
     st.caption(_("**Share to the first token** (the attention sink, BertViz #131): the mean weight that queries 1 … n−1 "
@@ -116,7 +124,8 @@ def stats_table(stats, n_tokens: int) -> None:
         n=n_tokens, max=number(math.log(max(n_tokens, 1)), ".2f")))
     shown = stats.copy()
     shown["sink_share"] = shown["sink_share"] * 100
-    st.dataframe(shown, key="llm_stats", on_select=partial(callbacks.open_row, "llm_stats", **OPEN_HEAD,
+    open_head = {"layer_key": "llm_layer", "head_key": "llm_head", "n_heads": n_heads}
+    st.dataframe(shown, key="llm_stats", on_select=partial(callbacks.open_row, "llm_stats", **open_head,
                                                      then=partial(head_view.opened_by_tile, "llm_")),
                  selection_mode="single-row", hide_index=True, height=300, column_config={
                      "layer": st.column_config.NumberColumn(_("layer"), width=52),
@@ -131,10 +140,10 @@ def stats_table(stats, n_tokens: int) -> None:
     from transformer_core.records.serialize import csv_file
 
     download_button(st, "⬇ " + _("Statistics as CSV"), csv_file(stats.to_csv(index=False)), mime="text/csv",
-                       file_name="smollm2_head_stats.csv", key="llm_stats_csv")
+                       file_name=f"{file_prefix}_head_stats.csv", key="llm_stats_csv")
 
 
-def section(prompt: str, summary: dict) -> None:
+def section(choice: Choice, prompt: str, summary: dict) -> None:
     """The section's title, then the fragment (the grid, its colour choice and the open head)."""
     st.subheader(_("Every head at a glance, one head stage by stage"))
-    fragments.part("llm", grid_and_head, prompt, summary["trace"], summary["grids"])
+    fragments.part("llm", grid_and_head, choice, prompt, summary["trace"], summary["grids"], summary["config"])

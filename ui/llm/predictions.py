@@ -1,4 +1,4 @@
-"""Next-word predictions and generation on the SmolLM2 page: top-5 bars under temperature / top-k / top-p, and a
+"""Next-word predictions and generation on the real-LLM page: top-5 bars under temperature / top-k / top-p, and a
 continuation token by token with the KV cache, each step with its top-5.
 
 URL: ``temp=``, ``top_k=`` (``off`` or a number), ``top_p=`` (``off`` or a number), ``n_new=``, ``decode=greedy|sample``,
@@ -28,6 +28,7 @@ from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from ..shell.url import bind_url
 from . import compute
+from .catalog import Choice
 
 TEMPERATURES = (0.01, 0.1, 0.2, 0.5, 0.7, 1.0, 1.5, 2.0, 5.0, 10.0, 100.0)
 TOP_K = ("off", 1, 2, 3, 5, 10, 20, 50, 100)
@@ -56,7 +57,7 @@ def filters() -> tuple[float, int | None, float | None]:
     return float(t), None if k == "off" else int(k), None if p == "off" else float(p)
 
 
-def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None]:
+def section(choice: Choice, summary: dict, prompt: str) -> tuple[float, int | None, float | None]:
     """The next word after the prompt: bars of the kept tokens (top-k → top-p) and one "other" bar, a table and
     its CSV/JSON. Returns the filters (the generation uses them)."""
     st.subheader(_("Next-word predictions"))
@@ -64,15 +65,16 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     with left:
         t, k, p = filters()
         st.caption(_("With both: top-k first, then top-p on the k kept, renormalised (Hugging Face's order)."))
-    explain = _("SmolLM2 gives every one of its 49,152 tokens a probability of coming next: softmax(logits / T). "
+    explain = _("{model} gives every one of its {vocab} tokens a probability of coming next: softmax(logits / T). "
                 "**T** below 1 sharpens, above 1 flattens. **top-k** keeps the k most likely tokens, **top-p** the "
                 "fewest whose probabilities reach p. Order, as Hugging Face's `generate`: top-k first, renormalise "
                 "the k kept, then top-p on those (TopKLogitsWarper → TopPLogitsWarper). The bars show the "
-                "probabilities before filtering; the rest is one grey “other” bar, so the bars add up to 1.")
+                "probabilities before filtering; the rest is one grey “other” bar, so the bars add up to 1.").format(
+        model=choice.label, vocab=f"{summary['config'].vocab:,}")
     probs = softmax_t(summary["logits"], t)  # [vocab] float64
     idx = kept(probs, k, p)  # most probable first
     shown_idx = idx[:20]  # the bars: at most 20 kept tokens (the rest of the kept ones join "other")
-    labels = {int(i): compute.token_label(int(i)) for i in shown_idx}
+    labels = {int(i): compute.token_label(choice, int(i)) for i in shown_idx}
     bars = [(str(int(i)), float(probs[i])) for i in shown_idx]
     bars.append(("other", float(1.0 - sum(b[1] for b in bars))))
     trace = summary["trace"]
@@ -89,9 +91,9 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
 
     fig = per_trace(trace, ("llm_predictions", t, k, p), build)  # once per prompt and filters, shared
     fmt = st.session_state.get("shared_image_format", "png")
-    chart(fig, key="llm_predictions", config=chart_config(f"smollm2_predictions_T{_text(t)}", fmt), target=right)
+    chart(fig, key="llm_predictions", config=chart_config(f"{choice.slug}_predictions_T{_text(t)}", fmt), target=right)
     best = summary["top"][-1][0][0]  # the most probable token whatever T, top-k and top-p
-    if _has_chinese(prompt) and "<0x" in best:  # a byte piece on top: no whole character or word
+    if choice.is_smollm2 and _has_chinese(prompt) and "<0x" in best:  # a byte piece on top: no whole character
         right.warning(_("SmolLM2 fails on this Chinese prompt: its most likely next token, “{token}”, is only part "
                         "of a character. It learned mostly English; on “{example}” it answers with a whole "
                         "character.").format(token=plain(best), example=compute.EXAMPLES["zh"]),
@@ -103,26 +105,26 @@ def section(summary: dict, prompt: str) -> tuple[float, int | None, float | None
     table = pd.DataFrame({"rank": range(1, len(shown_idx) + 1), "token": [labels[int(i)] for i in shown_idx],
                           "id": [int(i) for i in shown_idx], "probability": [float(probs[i]) for i in shown_idx]})
     # the prompt as the model read it: control and direction characters as their marks, as in "tokens"
-    data = {"prompt": normalize_text(prompt), "temperature": t, "top_k": k, "top_p": p, "order": "hf",
+    data = {"model": choice.label, "prompt": normalize_text(prompt), "temperature": t, "top_k": k, "top_p": p, "order": "hf",
             "tokens": list(trace.tokens[0]), "kept": table.to_dict(orient="records")}
     c1, c2 = st.columns(2)
     download_button(c1, "⬇ " + _("Predictions as CSV"), csv_file(table.to_csv(index=False)), mime="text/csv",
-                       file_name=f"smollm2_predictions_T{_text(t)}.csv", key="llm_pred_csv",
+                       file_name=f"{choice.slug}_predictions_T{_text(t)}.csv", key="llm_pred_csv",
                        width="stretch")
     download_button(c2, "⬇ " + _("Predictions as JSON"), json.dumps(data, ensure_ascii=False, indent=1),
-                       mime="application/json", file_name=f"smollm2_predictions_T{_text(t)}.json",
+                       mime="application/json", file_name=f"{choice.slug}_predictions_T{_text(t)}.json",
                        key="llm_pred_json", width="stretch")
     return t, k, p
 
 
-def streamed(ids: tuple[int, ...], n_new: int, greedy: bool, t: float, k: int | None, p: float | None,
+def streamed(choice: Choice, ids: tuple[int, ...], n_new: int, greedy: bool, t: float, k: int | None, p: float | None,
              seed: int) -> list[dict]:
     """Generate after ``ids``, each token written as soon as it is chosen (``st.write_stream``); returns the steps.
     The streamed words are replaced by the table once the last one came."""
     steps = []
 
     def words():
-        for step in compute.generation_steps(ids, n_new, greedy, t, k, p, seed):
+        for step in compute.generation_steps(choice, ids, n_new, greedy, t, k, p, seed):
             steps.append(step)
             yield "`" + compute.readable(step["label"]).replace("`", "ˋ") + "` "
 
@@ -132,7 +134,7 @@ def streamed(ids: tuple[int, ...], n_new: int, greedy: bool, t: float, k: int | 
     return steps
 
 
-def generation(prompt: str, ids: tuple[int, ...], t: float, k: int | None, p: float | None) -> None:
+def generation(choice: Choice, prompt: str, ids: tuple[int, ...], t: float, k: int | None, p: float | None) -> None:
     """n new tokens after the prompt's ``ids``, greedy or seeded sampling with the filters above, through the KV
     cache, shown as they come, then as a table of the steps."""
     st.subheader(_("Generate a continuation"))
@@ -146,9 +148,9 @@ def generation(prompt: str, ids: tuple[int, ...], t: float, k: int | None, p: fl
                       horizontal=True)
     seed = c3.number_input(_("Sampling seed"), 0, 999, key="llm_gen_seed", disabled=decode == "greedy")
     greedy = decode == "greedy"
-    ss, key = st.session_state, (prompt, int(n_new), greedy, t, k, p, int(seed))
+    ss, key = st.session_state, (choice, prompt, int(n_new), greedy, t, k, p, int(seed))
     if st.button(_("Generate"), key="llm_gen_button", icon=":material/play_arrow:"):
-        ss["llm_gen"] = (key, {"steps": streamed(ids, *key[1:])})  # on request: n forward passes, shown as they come
+        ss["llm_gen"] = (key, {"steps": streamed(choice, ids, *key[2:])})  # on request: n forward passes, shown as they come
     if ss.get("llm_gen", (None,))[0] != key:
         st.caption(_("Press **Generate** to continue the prompt by {n} tokens with these settings.").format(n=n_new))
         return
@@ -168,4 +170,4 @@ def generation(prompt: str, ids: tuple[int, ...], t: float, k: int | None, p: fl
     st.dataframe(frame.rename(columns=lambda c: _(c)), hide_index=True, key="llm_gen_table",
                  column_config={_(N_("p at T = 1")): st.column_config.NumberColumn(format="%.3f")})
     download_button(st, "⬇ " + _("Steps as CSV"), csv_file(frame.to_csv(index=False)), mime="text/csv",
-                       file_name=f"smollm2_generation_{decode}_{n_new}.csv", key="llm_gen_csv")
+                       file_name=f"{choice.slug}_generation_{decode}_{n_new}.csv", key="llm_gen_csv")

@@ -1,4 +1,4 @@
-"""Information-flow routes on the SmolLM2 page: which earlier tokens, through which heads and MLPs, a token's last
+"""Information-flow routes on the real-LLM page: which earlier tokens, through which heads and MLPs, a token's last
 representation is built from (Ferrando & Voita 2024, as the LLM Transparency Tool draws them).
 
 In a box opened on request (``?routes=1``): its contributions cost about a whole run of the model (every block
@@ -25,24 +25,26 @@ from ..shell.i18n import _
 from ..shell.lazy import lazy_expander
 from ..shell.url import bind_url
 from . import compute
+from .catalog import Choice
+
 
 @memo("llm_summaries")
-def route_tables(prompt: str) -> dict:
+def route_tables(choice: Choice, prompt: str) -> dict:
     """Every block's contributions for the information-flow routes of ``prompt``
     (:func:`~transformer_core.analysis.routes.decoder_tables`): each block recomputed once from the page's cached
     residual stream (:func:`ui.llm.compute.summary`; about one run of the model, 18 MB kept at 128 tokens)."""
     from transformer_core.analysis.routes import decoder_tables
 
-    net, _tokenizer = compute.model()
-    stream = compute.summary(prompt)["stream"]
+    decoder = compute.face(choice)
+    stream = compute.summary(choice, prompt)["stream"]
     with st.spinner(_("Measuring every block's contributions …")):
-        return decoder_tables(net, stream)
+        return decoder_tables(decoder.module, stream, decoder.checkpoint)
 
 
 THRESHOLDS = (0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.1, 0.15, 0.2)
 
 
-def open_edge(event_key: str) -> None:
+def open_edge(event_key: str, n_layers: int, n_heads: int) -> None:
     """``on_select`` of the route: a click on an attention edge's diamond opens its strongest head above."""
     points = callbacks.selected_points(event_key)
     last = f"_last_edge_{event_key}"
@@ -51,7 +53,7 @@ def open_edge(event_key: str) -> None:
     else:
         data = points[0].get("customdata") if points and isinstance(points[0], dict) else None
         ok = (isinstance(data, list | tuple) and len(data) >= 4 and all(isinstance(v, int) for v in data[:4])
-              and 0 <= data[0] < compute.N_LAYERS and 0 <= data[1] < compute.N_HEADS and 0 <= data[3] <= 4096
+              and 0 <= data[0] < n_layers and 0 <= data[1] < n_heads and 0 <= data[3] <= 4096
               and 0 <= data[2] <= data[3])
         picked = tuple(int(v) for v in data[:4]) if ok else None  # a tampered event is ignored
     if picked is not None:
@@ -93,17 +95,18 @@ def _strongest(rows: list[dict], tokens: tuple[str, ...]) -> str:
         for r in attention)
 
 
-def _route_view(prompt: str, tokens: tuple[str, ...], position: int, threshold: float) -> tuple[list[dict], dict]:
+def _route_view(choice: Choice, prompt: str, tokens: tuple[str, ...], position: int, threshold: float,
+                n_layers: int) -> tuple[list[dict], dict]:
     """The route's edge rows and its figure (as chart JSON) from the prompt's cached tables."""
-    tables = route_tables(prompt)
+    tables = route_tables(choice, prompt)
     graph = route_graph(tables["attn"], tables["attn_residual"], tables["mlp"], tables["mlp_residual"], position,
                         threshold)
-    return edge_rows(graph), spec(routes_figure(graph, list(tokens[:position + 1]), compute.N_LAYERS, title=_(
+    return edge_rows(graph), spec(routes_figure(graph, list(tokens[:position + 1]), n_layers, title=_(
         "Route into {token} (threshold {t})").format(token=f"{position}: {tokens[position]}", t=threshold),
         width_px=760))
 
 
-def section(prompt: str, summary: dict) -> None:
+def section(choice: Choice, prompt: str, summary: dict) -> None:
     """The box: token and threshold, the route beside its strongest edges."""
     box = lazy_expander(_("Information-flow routes: where a token's representation comes from"),
                         key="llm_routes_box", url="routes", icon=":material/account_tree:")
@@ -111,15 +114,17 @@ def section(prompt: str, summary: dict) -> None:
         return
     with box:
         tokens = summary["trace"].tokens[0]
+        config = summary["config"]
         position, threshold = _controls(tokens)
         # the walk, its rows and the figure once per (prompt's run, token, threshold): a rerun for another reason
         # (a click elsewhere on the page) reuses them
         rows, figure = per_trace(summary["trace"], ("llm_routes", position, threshold),
-                                       lambda: _route_view(prompt, tokens, position, threshold))
+                                       lambda: _route_view(choice, prompt, tokens, position, threshold,
+                                                           config.n_layers))
         left, right = st.columns([2.2, 1], gap="medium")
         fmt = st.session_state.get("shared_image_format", "png")
-        chart(figure, key="llm_routes", selection_mode="points", on_select=partial(open_edge, "llm_routes"),
-              config=chart_config("smollm2_routes", fmt), target=left)
+        chart(figure, key="llm_routes", selection_mode="points", on_select=partial(open_edge, "llm_routes", config.n_layers, config.n_heads),
+              config=chart_config(f"{choice.slug}_routes", fmt), target=left)
         with right:
             st.markdown(_("**Strongest attention edges** (another token's stream moved in):"))
             st.markdown(_strongest(rows, tokens) or _("none above the threshold"))

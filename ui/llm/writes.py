@@ -1,18 +1,20 @@
-"""What the heads write, on the SmolLM2 page: direct logit attribution (every head's and MLP's direct share of the
+"""What the heads write, on the real-LLM page: direct logit attribution (every head's and MLP's direct share of the
 answer), the logit lens (the answer forming layer by layer) and activation patching (which heads and positions carry
 it from a clean prompt into a corrupted one).
 
 Attribution and the lens come from the prompt's one cached run (:func:`ui.llm.compute.summary`); patching runs on
-request (60 batched passes, with a progress bar). URL: ``target=``, ``contrast=`` (token ids of the top-5, ``contrast``
+request (two batched passes per layer, with a progress bar). URL: ``target=``, ``contrast=`` (token ids of the top-5, ``contrast``
 may be ``none``) and ``corrupt=`` (the corrupted prompt).
 """
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 
 import numpy as np
 import streamlit as st
 
+from transformer_core.analysis.token_choices import is_byte_piece
 from transformer_core.figures.stage import chart_config
 from transformer_core.figures.writes import dla_figure, lens_figure, patching_figure
 
@@ -25,14 +27,15 @@ from ..shell.lazy import lazy_expander
 from ..shell.markdown import plain
 from ..shell.url import bind_url
 from . import compute
+from .catalog import Choice
 
 MAX_CORRUPT_CHARS = 2000
 
 
-def _pickers(prompt: str) -> tuple[int, int | None, dict]:
+def _pickers(choice: Choice, prompt: str) -> tuple[int, int | None, dict]:
     """The target and contrast tokens (``?target=``, ``?contrast=``): the top-5 after the prompt, then the prompt's
     own tokens. The default target is the prediction, the default contrast the prompt's token most like it."""
-    offered = compute.choices(prompt)
+    offered = compute.choices(choice, prompt)
     ids = offered["ids"]
     names = {i: f"{offered['labels'][i]} ({number(offered['probs'][i], '.1%')})" for i in ids}  # labels: readable
     contrasts = ["none", *ids]
@@ -56,34 +59,36 @@ def _pickers(prompt: str) -> tuple[int, int | None, dict]:
     return target, None if contrast == "none" else int(contrast), names
 
 
-def _where_it_looks(prompt: str, layer: int, head: int, tokens: tuple[str, ...]) -> str:
+def _where_it_looks(choice: Choice, prompt: str, layer: int, head: int, tokens: tuple[str, ...]) -> str:
     """``token (weight)`` the head's last query weighs most (its layer recomputed from the cached residual)."""
-    weights = compute.layer_trace(prompt, layer).stage("weights", layer)[0, head, -1]  # [key_pos]
+    weights = compute.layer_trace(choice, prompt, layer).stage("weights", layer)[0, head, -1]  # [key_pos]
     k = int(np.argmax(weights))
     return f"{tokens[k]} ({number(float(weights[k]), '.2f')})"
 
 
-def _attribution(prompt: str, summary: dict, target: int, contrast: int | None, names: dict) -> None:
-    out = compute.attribution(prompt, target, contrast)
-    short = compute.lens_label  # the title names the tokens briefly (a byte piece as ‹bytes›), the pickers in full
+def _attribution(choice: Choice, prompt: str, summary: dict, target: int, contrast: int | None) -> None:
+    out = compute.attribution(choice, prompt, target, contrast)
+    short = partial(compute.lens_label, choice)  # the title names the tokens briefly (a byte piece as ‹bytes›), the pickers in full
     what = short(target) if contrast is None else f"{short(target)} − {short(contrast)}"
     fmt = st.session_state.get("shared_image_format", "png")
     left, right = st.columns([1.1, 1], gap="medium")
     figure = per_trace(summary["trace"], ("llm_dla", target, contrast), lambda: spec(dla_figure(
         out["heads"], out["mlps"], title=_("Direct logit attribution: {what}").format(what=what))))  # once, shared
-    chart(figure, key="llm_dla", config=chart_config("smollm2_dla", fmt), target=left)
+    chart(figure, key="llm_dla", config=chart_config(f"{choice.slug}_dla", fmt), target=left)
     tokens = summary["trace"].tokens[0]
     order = np.argsort(-out["heads"].ravel(), kind="stable")[:5]
-    best = [divmod(int(i), compute.N_HEADS) for i in order]
+    config = summary["config"]
+    best = [divmod(int(i), config.n_heads) for i in order]
     with right:
-        st.markdown(_("**The parts add up to the answer.** Embeddings {e}, the 270 heads {h}, the 30 MLPs {m}: "
-                      "**{total}**, the model's own logit {kind} **{diff}**.").format(
+        st.markdown(_("**The parts add up to the answer.** Embeddings {e}, the {n_heads} heads {h}, the {n_layers} "
+                      "MLPs {m}: **{total}**, the model's own logit {kind} **{diff}**.").format(
+            n_heads=config.n_layers * config.n_heads, n_layers=config.n_layers,
             e=number(out["embed"], "+.2f"), h=number(float(out["heads"].sum()), "+.2f"),
             m=number(float(out["mlps"].sum()), "+.2f"), total=number(out["total"], "+.3f"),
             kind=_("difference") if contrast is not None else _("value"), diff=number(out["logit_diff"], "+.3f")))
         st.markdown(_("**The heads that write it most**, and the token their last query weighs most:"))
         st.markdown("\n".join(f"- L{lay}H{h}: **{number(float(out['heads'][lay, h]), '+.2f')}** → "
-                              f"`{_where_it_looks(prompt, lay, h, tokens).replace('`', 'ˋ')}`"
+                              f"`{_where_it_looks(choice, prompt, lay, h, tokens).replace('`', 'ˋ')}`"
                               for lay, h in best))
         st.caption(_("Before the final norm the last position's residual stream is a sum: the embedding, every head's "
                      "output (its context through its slice of W_O) and every MLP's output. With the norm's scale "
@@ -92,24 +97,24 @@ def _attribution(prompt: str, summary: dict, target: int, contrast: int | None, 
                      "through later layers: patching, below, sees that."))
 
 
-def _lens(prompt: str, summary: dict, target: int, names: dict) -> None:
-    # closed by default: 31 rows × the positions through W_U (49,152 tokens) is ~0.5 s of the server at 16 tokens,
+def _lens(choice: Choice, prompt: str, summary: dict, target: int) -> None:
+    # closed by default: a row per layer × the positions through W_U (SmolLM2: 31 × 49,152) is ~0.5 s at 16 tokens,
     # paid only by a student who opens it (?lens=1)
     box = lazy_expander(_("Logit lens: the answer forming layer by layer"), key="llm_lens_box", url="lens",
                         icon=":material/stacked_line_chart:")
     if not box.open:
         return
     with box:
-        _lens_figure(prompt, summary, target)
+        _lens_figure(choice, prompt, summary, target)
 
 
-def _lens_figure(prompt: str, summary: dict, target: int) -> None:
-    out = compute.lens(prompt, target)
+def _lens_figure(choice: Choice, prompt: str, summary: dict, target: int) -> None:
+    out = compute.lens(choice, prompt, target)
     tokens = list(summary["trace"].tokens[0][out["first"]:])
     fmt = st.session_state.get("shared_image_format", "png")
-    label = compute.readable(compute.token_label(target))
+    label = compute.readable(compute.token_label(choice, target))
     chart(lens_figure(out["target_prob"], out["labels"], tokens, target=label, first=out["first"]),
-          key="llm_lens", config=chart_config("smollm2_logit_lens", fmt))
+          key="llm_lens", config=chart_config(f"{choice.slug}_logit_lens", fmt))
     if out["first"]:
         st.caption(_("The last {n} positions are shown; the first {m} are left out.").format(
             n=len(tokens), m=out["first"]))
@@ -118,18 +123,19 @@ def _lens_figure(prompt: str, summary: dict, target: int) -> None:
                  "prediction."))
 
 
-def _default_corrupt(prompt: str, target: int, contrast: int | None) -> str:
+def _default_corrupt(choice: Choice, prompt: str, target: int, contrast: int | None) -> str:
     """The prompt with the contrast word's last occurrence replaced by the target word, so the answer flips (in the
     indirect-object prompt the subject's second mention becomes the other name: "…, Mary gave a drink to" → John);
-    the prompt itself when the contrast word is not in it."""
+    the prompt itself when the contrast word is not in it, or either token is a byte piece (its label is not text
+    that could be typed: put in, it made the corrupted prompt twice as long)."""
     if contrast is None:
         return prompt
-    a, b = (compute.token_label(t).replace("␣", " ").strip() for t in (target, contrast))
-    at = prompt.rfind(b) if a and b else -1
+    a, b = (compute.token_label(choice, t).replace("␣", " ").strip() for t in (target, contrast))
+    at = prompt.rfind(b) if a and b and not (is_byte_piece(a) or is_byte_piece(b)) else -1
     return prompt if at < 0 else prompt[:at] + a + prompt[at + len(b):]
 
 
-def _patching(prompt: str, summary: dict, target: int, contrast: int | None, names: dict) -> None:
+def _patching(choice: Choice, prompt: str, summary: dict, target: int, contrast: int | None) -> None:
     st.markdown(_("**Activation patching.** Run a corrupted prompt of the same length, then put back one head's "
                   "output (or the residual stream at one position) from the clean run: how much of the clean logit "
                   "difference comes back? 1 = all of it, 0 = none."))
@@ -137,22 +143,24 @@ def _patching(prompt: str, summary: dict, target: int, contrast: int | None, nam
         st.info(_("Patching measures a logit difference: pick a contrast token above."), icon=":material/info:")
         return
     ss = st.session_state
-    if "llm_corrupt" not in ss or ss.get("llm_corrupt_for") != (prompt, target, contrast):
+    if "llm_corrupt" not in ss or ss.get("llm_corrupt_for") != (choice, prompt, target, contrast):
         raw = st.query_params.get("corrupt") if "llm_corrupt" not in ss else None
-        ss["llm_corrupt"] = str(raw)[:MAX_CORRUPT_CHARS] if raw else _default_corrupt(prompt, target, contrast)
-        ss["llm_corrupt_for"] = (prompt, target, contrast)
+        ss["llm_corrupt"] = str(raw)[:MAX_CORRUPT_CHARS] if raw else _default_corrupt(choice, prompt, target, contrast)
+        ss["llm_corrupt_for"] = (choice, prompt, target, contrast)
     corrupt = st.text_input(_("Corrupted prompt (same number of tokens)"), key="llm_corrupt")[:MAX_CORRUPT_CHARS]
     if st.query_params.get("corrupt") != corrupt:
         st.query_params["corrupt"] = corrupt
-    key = (prompt, corrupt, target, contrast)
-    ready = cache.cached(compute.patched, prompt, corrupt, target, contrast)  # free, not counted
+    key = (choice, prompt, corrupt, target, contrast)
+    ready = cache.cached(compute.patched, *key)  # free, not counted
+    passes = 2 * summary["config"].n_layers
     if st.button(_("Patch every head and every position"), key="llm_patch_button", icon=":material/healing:",
-                 help=_("60 batched passes of SmolLM2: about 20 s of the server's time at 14 tokens.")):
+                 help=_("{passes} batched passes of the model (SmolLM2: about 20 s of the server's time at 14 tokens "
+                        "when it is idle, minutes when many students run things at once).").format(passes=passes)):
         note = st.empty()
         try:
             with contextlib.nullcontext() if ready else long_actions.turn(note):
                 bar = note.progress(0.0, text=_("Patching …"))
-                ss["llm_patch"] = (key, compute.patched(prompt, corrupt, target, contrast, progress=lambda done, total:
+                ss["llm_patch"] = (key, compute.patched(*key, progress=lambda done, total:
                                                         bar.progress(done / total, text=_("{done} of {total} passes")
                                                                      .format(done=done, total=total))))
             note.empty()
@@ -162,7 +170,8 @@ def _patching(prompt: str, summary: dict, target: int, contrast: int | None, nam
         except long_actions.Refused:
             pass  # the note says why and when
     if ss.get("llm_patch", (None,))[0] != key:
-        st.caption(_("Press the button to patch (on request: it runs the model 60 times in batches).") + " " + (
+        st.caption(_("Press the button to patch (on request: it runs the model {passes} times in batches).").format(
+            passes=passes) + " " + (
             _("Already computed on this server: shown at once, not counted.") if ready else
             long_actions.cost_note(_("about 20 s at 14 tokens"))))
         return
@@ -173,22 +182,22 @@ def _patching(prompt: str, summary: dict, target: int, contrast: int | None, nam
     fmt = ss.get("shared_image_format", "png")
     tokens = summary["trace"].tokens[0]
     left, right = st.columns(2, gap="medium")
-    chart(patching_figure(out["heads"], of="heads", x_labels=[str(h) for h in range(compute.N_HEADS)],
+    chart(patching_figure(out["heads"], of="heads", x_labels=[str(h) for h in range(out["heads"].shape[1])],
                           x_title=_("head"), title=_("Each head's output patched in")), key="llm_patch_heads",
-          config=chart_config("smollm2_patch_heads", fmt), target=left)
+          config=chart_config(f"{choice.slug}_patch_heads", fmt), target=left)
     chart(patching_figure(out["positions"], of="positions", x_labels=[f"{j}: {t}" for j, t in enumerate(tokens)],
                           x_title=_("position"), title=_("The residual stream entering each layer, one position")),
-          key="llm_patch_positions", config=chart_config("smollm2_patch_positions", fmt), target=right)
+          key="llm_patch_positions", config=chart_config(f"{choice.slug}_patch_positions", fmt), target=right)
     st.caption(_("Logit difference clean {clean}, corrupted {corrupt}. Scores are (patched − corrupted) ÷ (clean − "
                  "corrupted), as Wang et al. 2022 and TransformerLens's patching.").format(
         clean=number(out["ld_clean"], "+.3f"), corrupt=number(out["ld_corrupt"], "+.3f")))
 
 
-def section(prompt: str, summary: dict) -> None:
+def section(choice: Choice, prompt: str, summary: dict) -> None:
     """The section: pickers, then attribution, the logit lens (in a box opened on request) and patching."""
     st.subheader(_("What the heads write"))
     st.caption(_("Where a head looks is not what it writes. Pick the token to explain and one to compare it with."))
-    target, contrast, names = _pickers(prompt)
-    _attribution(prompt, summary, target, contrast, names)
-    _lens(prompt, summary, target, names)
-    _patching(prompt, summary, target, contrast, names)
+    target, contrast, _names = _pickers(choice, prompt)
+    _attribution(choice, prompt, summary, target, contrast)
+    _lens(choice, prompt, summary, target)
+    _patching(choice, prompt, summary, target, contrast)

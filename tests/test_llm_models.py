@@ -1,0 +1,103 @@
+"""The real-LLM page offers only the models its operator lists (``AE_LLM_MODELS`` or the ``llm_models`` secret), by
+name: a local checkpoint there runs on the page with its own sizes, its numbers equal Hugging Face eager's, and a
+listed path that cannot be read says so in the page's language while the other models keep working.
+
+The checkpoints are tiny random ones written by ``transformers`` (tests/tiny_checkpoints.py, once per session); no
+test here needs SmolLM2."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from apptest_utils import decode, figures, new_app
+
+PAGE = "pages/llm.py"
+
+
+def test_the_setting_parses_to_labelled_choices_in_order(tmp_path):
+    from ui.llm.catalog import DEFAULT, SMOLLM2, Choice, parse
+
+    folder = tmp_path / "Qwen2.5-0.5B"
+    got = parse(f" smollm2 ;Qwen small={folder}\n\n{folder}; Qwen small=/elsewhere ;SmolLM2")
+    assert got == (DEFAULT, Choice("Qwen small", str(folder.resolve())),
+                   Choice("Qwen2.5-0.5B", str(folder.resolve())))  # a repeated label keeps the first
+    assert parse({"A": "smollm2", "B": str(folder)}) == (Choice("A", SMOLLM2), Choice("B", str(folder.resolve())))
+    assert parse(["", "  "]) == () and parse("") == ()
+    assert Choice("Qwen 2.5 / 0.5B!", "x").slug == "qwen-2.5-0.5b"
+
+
+def test_without_a_setting_the_list_is_smollm2_alone(monkeypatch):
+    from ui.llm import catalog
+
+    monkeypatch.delenv(catalog.ENV, raising=False)
+    assert catalog.configured() == (catalog.DEFAULT,)
+    monkeypatch.setenv(catalog.ENV, " ; ")
+    assert catalog.configured() == (catalog.DEFAULT,)
+
+
+def _open(monkeypatch, setting: str | None = None, secrets: dict | None = None, **query):
+    from ui.llm import catalog
+
+    if setting is None:
+        monkeypatch.delenv(catalog.ENV, raising=False)
+    else:
+        monkeypatch.setenv(catalog.ENV, setting)
+    at = new_app(**query)
+    for key, value in (secrets or {}).items():
+        at.secrets[key] = value
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _hf_probs(model, folder, text: str) -> np.ndarray:
+    import torch
+    from tokenizers import Tokenizer
+
+    ids = Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text).ids
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]), use_cache=False).logits[0, -1]
+    return torch.softmax(logits.double(), -1).numpy()
+
+
+def test_a_listed_checkpoint_runs_on_the_page_with_its_own_sizes_and_hugging_faces_numbers(monkeypatch,
+                                                                                        tiny_checkpoints):
+    folder, hf = tiny_checkpoints["qwen2"]
+    at = _open(monkeypatch, f"Tiny Qwen2={folder}; Broken=/no/such/folder", model="Tiny Qwen2")
+    picker = at.selectbox(key="llm_model")
+    assert list(picker.options) == ["Tiny Qwen2", "Broken"] and picker.value == "Tiny Qwen2"
+    assert at.title[0].value == "A real language model: Tiny Qwen2"
+    assert at.query_params["model"] in ("Tiny Qwen2", ["Tiny Qwen2"])
+    # the prediction bars are softmax of Hugging Face's logits (top-k 5 by default)
+    bars = next(f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == "predictions")["data"][0]
+    probs = _hf_probs(hf, folder, at.text_area(key="llm_prompt").value)
+    np.testing.assert_allclose(np.asarray(decode(bars["x"]), float)[:5], np.sort(probs)[::-1][:5], atol=1e-5)
+    # the grid and the head pickers have the checkpoint's 2 layers × 4 heads, not SmolLM2's 30 × 9
+    body = "\n".join(m.value for m in at.markdown)
+    assert "**All 2 layers × 4 heads**" in body and "2 key/value groups" in body
+    assert list(at.selectbox(key="llm_head").options) == ["0", "1", "2", "3"]
+    captions = "\n".join(c.value for c in at.caption)
+    assert "A local checkpoint this server offers" in captions and "chat template is not applied" in captions
+    # the ablation's mean mode is SmolLM2's reference set: this model ablates with zero only
+    assert list(at.radio(key="llm_ablate_mode").options) == ["zero (context = 0)"]
+
+
+def test_a_listed_path_that_cannot_be_read_says_so_and_the_prompt_is_kept(monkeypatch, tiny_checkpoints):
+    folder, _hf = tiny_checkpoints["llama"]
+    at = _open(monkeypatch, f"Tiny={folder};Broken=/no/such/folder", lang="zh")
+    at.text_area(key="llm_prompt").set_value("The cat sat on the mat.").run()
+    at.selectbox(key="llm_model").set_value("Broken").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("Broken" in e.value and "无法读取" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.query_params["model"] in ("Broken", ["Broken"])
+    at.selectbox(key="llm_model").set_value("Tiny").run()
+    assert not at.exception and not at.error
+    assert at.text_area(key="llm_prompt").value == "The cat sat on the mat."  # nothing lost on the way
+
+
+def test_the_secret_lists_the_models_when_the_variable_is_unset(monkeypatch, tiny_checkpoints):
+    folder, _hf = tiny_checkpoints["mistral"]
+    at = _open(monkeypatch, None, secrets={"llm_models": {"From the secret": str(folder)}})
+    assert at.title[0].value == "A real language model: From the secret"
+    with pytest.raises(KeyError):
+        at.selectbox(key="llm_model")
