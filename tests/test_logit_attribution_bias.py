@@ -75,6 +75,9 @@ def test_the_output_bias_is_its_own_term_and_the_parts_sum_to_hugging_faces_logi
     assert dla["logit_diff"] == pytest.approx(hf_diff, abs=1e-4)
     assert dla["total"] == pytest.approx(hf_diff, abs=1e-4)  # embed + heads + MLPs + bias: the whole logit
     assert dla["bias"] == pytest.approx(ref["bias"] @ direction * scale, abs=1e-4)
+    np.testing.assert_allclose(dla["bias_layers"], [b.self_attn.o_proj.bias.double().numpy() @ direction * scale
+                                                    for b in hf.model.layers], atol=1e-4, rtol=0)
+    assert dla["bias"] == pytest.approx(dla["bias_layers"].sum(), abs=1e-12)
     # the stream really is that sum (Hugging Face's own tensors), so no part is missing from the reference
     np.testing.assert_allclose(ref["embed"] + ref["heads"].sum((0, 1)) + ref["mlps"].sum(0) + ref["bias"],
                                ref["final"], atol=1e-4, rtol=0)
@@ -88,7 +91,7 @@ def test_the_output_bias_is_its_own_term_and_the_parts_sum_to_hugging_faces_logi
 
 
 def test_a_model_without_output_biases_has_no_bias_term(tiny_checkpoints):
-    from transformer_core.analysis.logit_attribution import direct_logit_attribution, head_outputs, output_bias
+    from transformer_core.analysis.logit_attribution import direct_logit_attribution, head_outputs, output_biases
     from transformer_core.models import load
     from transformer_core.models.smollm2_trace import run_smollm2
 
@@ -98,8 +101,29 @@ def test_a_model_without_output_biases_has_no_bias_term(tiny_checkpoints):
     trace, prediction = run_smollm2(tc.TEXT, residuals=True, only=lambda n: False, checkpoint=face.checkpoint)
     parts = prediction["parts"]
     model = face.module
-    assert output_bias(model) is None
+    assert output_biases(model) is None
     dla = direct_logit_attribution(model, {**parts, "heads": head_outputs(model, parts["contexts"])}, 5)
-    assert dla["bias"] is None
+    assert dla["bias"] is None and dla["bias_layers"] is None
     assert dla["total"] == pytest.approx(dla["logit_diff"], abs=1e-4)
     assert dla["logit_diff"] == pytest.approx(float(tc.hf_run(hf, list(trace.settings["ids"]))[0][-1, 5]), abs=1e-4)
+
+
+def test_the_export_commands_dla_view_carries_the_bias_term(tiny_checkpoints, capsys, tmp_path):
+    import json
+
+    import pandas as pd
+
+    from transformer_core.cli.export import main
+
+    folder, _hf = tiny_checkpoints["llama"]
+    argv = ["--model", str(folder), "--text", tc.TEXT, "--view", "dla"]
+    assert main([*argv, "--format", "json", "--out", "-"]) == 0
+    dla = json.loads(capsys.readouterr().out)["dla"]
+    assert dla["total"] == pytest.approx(np.sum(dla["heads"]) + sum(dla["mlps"]) + dla["embed"] + dla["bias"], abs=1e-9)
+    assert dla["total"] == pytest.approx(dla["logit_diff"], abs=1e-4) and abs(dla["bias"]) > 1e-3
+    assert dla["bias"] == pytest.approx(sum(dla["bias_layers"]), abs=1e-9) and len(dla["bias_layers"]) == 2
+    out = tmp_path / "dla.csv"
+    assert main([*argv, "--format", "csv", "--out", str(out)]) == 0
+    frame = pd.read_csv(out, index_col=0)
+    assert list(frame.columns)[-2:] == ["MLP", "attention output bias"]
+    np.testing.assert_allclose(frame["attention output bias"], dla["bias_layers"], rtol=1e-6, atol=1e-9)

@@ -52,14 +52,15 @@ def head_outputs(model, contexts: np.ndarray) -> np.ndarray:
     return out
 
 
-def output_bias(model) -> np.ndarray | None:
-    """The attention output projections' biases summed over the layers, float64 ``[d_model]`` (what every position's
-    residual stream receives from them, whatever the input), or ``None`` when no layer's W_O has a bias."""
-    biases = [layer.attention.W_O.bias for layer in model.layers if layer.attention.W_O.bias is not None]
-    if not biases:
+def output_biases(model) -> np.ndarray | None:
+    """Each layer's attention output bias ``b_O``, float64 ``[layer, d_model]`` (what every position's residual stream
+    receives from it, whatever the input; zeros for a layer without one), or ``None`` when no layer's W_O has a
+    bias."""
+    linears = [layer.attention.W_O for layer in model.layers]
+    if all(w.bias is None for w in linears):
         return None
     with torch.no_grad():
-        return torch.stack([b.double() for b in biases]).sum(0).numpy()
+        return np.stack([np.zeros(w.out_features) if w.bias is None else w.bias.double().numpy() for w in linears])
 
 
 def direct_logit_attribution(model, parts: dict, target: int, contrast: int | None = None) -> dict:
@@ -71,7 +72,8 @@ def direct_logit_attribution(model, parts: dict, target: int, contrast: int | No
     ``"final"`` ``[d_model]`` (the residual stream the final norm reads: the sum of the others).
 
     Returns ``{"heads": float64 [layer, head], "mlps": float64 [layer], "embed": float, "bias": the output
-    projections' biases' share (:func:`output_bias`; ``None`` when the model has none), "total": the sum of all parts,
+    projections' biases' share, one term (``None`` when the model has none), "bias_layers": float64 [layer], that
+    term layer by layer (:func:`output_biases`; ``None`` likewise), "total": the sum of all parts,
     "logit_diff": the model's own logit (difference) from ``final``, "scale": 1 / rms(final)}``; ``total`` equals
     ``logit_diff`` to float rounding (tests/test_logit_attribution.py checks it against Hugging Face, and
     tests/test_logit_attribution_bias.py with biases).
@@ -97,8 +99,9 @@ def direct_logit_attribution(model, parts: dict, target: int, contrast: int | No
             return (torch.tensor(np.asarray(x), dtype=torch.float64) @ direction * scale).numpy()
 
         heads, mlps, embed = attr(parts["heads"]), attr(parts["mlps"]), float(attr(parts["embed"]))
-        b_o = output_bias(model)
-        bias = None if b_o is None else float(attr(b_o))
+        b_o = output_biases(model)
+        bias_layers = None if b_o is None else attr(b_o)
+        bias = None if b_o is None else float(bias_layers.sum())
         logit_diff = float(final @ direction * scale)
-    return {"heads": heads, "mlps": mlps, "embed": embed, "bias": bias,
+    return {"heads": heads, "mlps": mlps, "embed": embed, "bias": bias, "bias_layers": bias_layers,
             "total": float(heads.sum() + mlps.sum() + embed + (bias or 0.0)), "logit_diff": logit_diff, "scale": scale}

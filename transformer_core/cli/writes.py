@@ -84,6 +84,9 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
         frame = pd.DataFrame(np.concatenate([out["heads"], out["mlps"][:, None]], axis=1),
                              index=[f"layer {i}" for i in range(len(out["mlps"]))],
                              columns=[f"head {h}" for h in range(out["heads"].shape[1])] + ["MLP"])
+        if out["bias"] is not None:  # attention_bias=True: b_O belongs to no head, a term of its own (in the total)
+            data["bias"], data["bias_layers"] = out["bias"], out["bias_layers"].tolist()
+            frame["attention output bias"] = out["bias_layers"]
         fig = dla_figure(out["heads"], out["mlps"], title=_("Direct logit attribution: {what}").format(what=what))
     elif args.view == "logit-lens":
         out = logit_lens(model, prediction["stream"], target)
