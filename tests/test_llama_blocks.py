@@ -109,7 +109,7 @@ def test_cached_forward_equals_the_full_forward_position_by_position():
 
 def test_cached_greedy_generation_equals_uncached_on_smollm2():
     pytest.importorskip("gguf")
-    from transformer_core.analysis.smollm2_generate import generate, greedy_ids
+    from transformer_core.analysis.generation import generate, greedy_ids
     from transformer_core.models.gguf_weights import SmolLM2Unavailable
     from transformer_core.models.smollm2 import encode
 
@@ -127,7 +127,7 @@ def test_cached_greedy_generation_equals_uncached_on_smollm2():
 
 def test_sampling_is_seeded_and_filters_with_top_k():
     pytest.importorskip("gguf")
-    from transformer_core.analysis.smollm2_generate import generate
+    from transformer_core.analysis.generation import generate
     from transformer_core.models.gguf_weights import SmolLM2Unavailable
 
     try:

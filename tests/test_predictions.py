@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_core.analysis.predictions import kept, sample, sampling_probs, softmax_t, top_tokens
+from transformer_core.analysis.generation import sample
+from transformer_core.analysis.predictions import kept, sampling_probs, softmax_t, top_tokens
 from transformer_core.models.causal import load_causal_model, run_causal
 
 IDS = [5, 17, 3, 9, 40, 22, 5, 17, 3, 9, 40, 22]

@@ -36,7 +36,7 @@ def hf_dist(logits: torch.Tensor, t: float, k: int | None, p: float | None) -> n
 @pytest.mark.parametrize("t, k, p", [(0.7, 20, 0.8), (1.0, 5, 0.5), (1.5, 50, 0.9), (1.0, None, 0.6),
                                      (0.5, 3, None)])
 def test_each_step_draws_from_hugging_faces_filtered_distribution(t, k, p):
-    from transformer_core.analysis.smollm2_generate import generate
+    from transformer_core.analysis.generation import generate
 
     model, tokenizer = _model()
     out = generate("When Mary and John went to the store, John gave a drink to", 6, greedy=False, temperature=t,
@@ -54,7 +54,7 @@ def test_each_step_draws_from_hugging_faces_filtered_distribution(t, k, p):
 
 
 def test_both_order_is_a_named_variant_and_bad_order_refused():
-    from transformer_core.analysis.smollm2_generate import generate
+    from transformer_core.analysis.generation import generate
 
     _model()
     prompt = "The capital of France is"

@@ -1,4 +1,4 @@
-"""Next-token predictions of the causal model: temperature, top-k, top-p, and seeded sampling.
+"""Next-token probabilities: temperature, top-k, top-p — what every model's sampling draws from.
 
 ``p = softmax(logits / T)`` — the temperature divides the *logits* (never log-probabilities:
 ``log_softmax(z) / T`` is the same up to a constant per row, so softmax would agree, but a
@@ -20,8 +20,8 @@ at least p. With both, the order is named (:data:`FILTER_ORDERS`):
 Example: p = [.30, .25, .20, .15, .10], k = 2, top-p = 0.5: ``"hf"`` keeps one token (renormalised
 .545 ≥ .5), sampling from [1, 0, 0, 0, 0]; ``"both"`` keeps two, sampling from [.545, .455, 0, 0, 0].
 :func:`top_tokens` shows the kept tokens (with their probabilities before filtering) and the rest as one
-"other" bar, so the bars add up to 1; sampling draws from the kept tokens renormalised, from a local
-``torch.Generator``.
+"other" bar, so the bars add up to 1; sampling (:mod:`~transformer_core.analysis.generation`, one loop for the
+causal model and the decoders) draws from the kept tokens renormalised, from a local ``torch.Generator``.
 
 Shape legend: pos, vocab.
 """
@@ -31,8 +31,6 @@ import math
 
 import numpy as np
 import torch
-
-from ..models.causal import CausalLM, token_losses
 
 T_MIN, T_MAX = 0.01, 100.0  # the range the app and the export command offer
 FILTER_ORDERS = {  # how top-k and top-p combine → one line on what it does (English; see the module docstring)
@@ -107,41 +105,8 @@ def top_tokens(probs: np.ndarray, k: int | None = 10, p: float | None = None,
 def sampling_probs(probs: np.ndarray, k: int | None = None, p: float | None = None,
                    order: str = "hf") -> np.ndarray:
     """``probs [vocab]`` restricted to the kept tokens (:func:`kept`, ``order``) and renormalised (what
-    :func:`sample` draws from)."""
+    :func:`~transformer_core.analysis.generation.choose` draws from)."""
     out = np.zeros_like(probs)
     idx = kept(probs, k, p, order)
     out[idx] = probs[idx]
     return out / out.sum()
-
-
-def sample(model: CausalLM, prompt: list[int], n_new: int, *, temperature: float = 1.0, k: int | None = None,
-           p: float | None = None, seed: int = 0, order: str = "hf") -> dict:
-    """Extend ``prompt`` by ``n_new`` tokens drawn from ``softmax(logits / T)`` with top-k/top-p (combined in
-    ``order``, :data:`FILTER_ORDERS`), from a ``torch.Generator`` seeded with ``seed`` (same arguments ⇒ same
-    tokens, in any thread).
-
-    Stops at the model's ``max_positions``. Returns ``{"ids": prompt + new, "n_prompt", "loss": [pos−1]
-    nats predicting each token from the ones before (the model's own loss, T = 1), "chosen_prob": [pos−1]
-    the sampling probability of each drawn token (NaN for the prompt's)}``.
-
-    Raises:
-        ValueError: empty prompt, a bad T, k, p or order.
-    """
-    if not prompt:
-        raise ValueError("no tokens: type or generate a sequence")
-    check_temperature(temperature)
-    kept(np.ones(1), k, p, order)  # checks k, p and order before any forward pass
-    generator = torch.Generator().manual_seed(int(seed))
-    ids = list(prompt)[:model.config.max_positions]
-    n_prompt = len(ids)
-    chosen = [float("nan")] * (n_prompt - 1)
-    with torch.no_grad():
-        while len(ids) < min(model.config.max_positions, n_prompt + n_new):
-            logits = model(torch.tensor([ids]))[0, -1]  # [vocab]
-            dist = sampling_probs(softmax_t(logits, temperature), k, p, order)
-            token = int(torch.multinomial(torch.from_numpy(dist), 1, generator=generator))
-            chosen.append(float(dist[token]))
-            ids.append(token)
-        x = torch.tensor([ids])
-        loss = token_losses(model(x), x)[0].numpy() if len(ids) > 1 else np.zeros(0)
-    return {"ids": ids, "n_prompt": n_prompt, "loss": loss, "chosen_prob": np.asarray(chosen)}

@@ -10,15 +10,16 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from transformer_core.analysis.predictions import sample, softmax_t, top_tokens
+from transformer_core.analysis.generation import sample
+from transformer_core.analysis.predictions import softmax_t, top_tokens
 from transformer_core.figures import predictions as figs
 from transformer_core.figures.stage import chart_config
 from transformer_core.records.serialize import csv_file
 from transformer_core.records.trace import Trace
 
+from ..shell.cache import memo
 from ..shell.chart import Spec, chart, spec
 from ..shell.downloads import download_button
-from ..shell.cache import memo
 from ..shell.i18n import N_, _, language
 from ..shell.lazy import lazy_expander
 from ..shell.url import bind_url
