@@ -9,6 +9,7 @@ Shape legend: layer, head, row (layer + 1), pos.
 from __future__ import annotations
 
 import html
+import math
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,9 +17,18 @@ import plotly.graph_objects as go
 from ..text.i18n import _
 from ..text.tokenize import show_controls
 from .stage import SEQUENTIAL
+from .text_size import display_width, text_px
 
 DIVERGING = "RdBu"  # negative red, positive blue; zmid 0
 CELL_CHARS = 7  # a logit-lens cell shows at most this many characters of its top token (the hover has it whole)
+# The logit lens's rows: 18 px each, so a cell's 10-px top token reads at 1280×720. At a fixed 620 px, SmolLM2's 31
+# rows were 16 px, 15 under a prompt of long words (their tilted position labels took the rows' room), and a deeper
+# model's rows would be thinner still. A position label keeps at most LENS_LABEL_COLUMNS columns of its token (the
+# hover has it whole), so no label eats the rows: SmolLM2's whole figure stays within a 720-px screen.
+LENS_ROW_PX = 18
+LENS_LABEL_COLUMNS = 12  # a CJK character counts two (text_size.display_width)
+LENS_TOP_PX = 40  # the title's band
+TICK_FONT_PX = 12  # Plotly's default tick label size
 
 
 def _esc(text: str) -> str:
@@ -28,8 +38,24 @@ def _esc(text: str) -> str:
     return html.escape(show_controls(str(text)), quote=False)
 
 
-def _short(label: str) -> str:
-    return label if len(label) <= CELL_CHARS else label[:CELL_CHARS - 1] + "…"
+def _short(label: str, chars: int = CELL_CHARS) -> str:
+    return label if len(label) <= chars else label[:chars - 1] + "…"
+
+
+def _cut(label: str, columns: int) -> str:
+    """``label`` cut to at most ``columns`` display columns, "…" the last when cut."""
+    if display_width(label) <= columns:
+        return label
+    while display_width(label) > columns - 1:
+        label = label[:-1]
+    return label + "…"
+
+
+def _tilted_px(labels: list[str], font_px: float = TICK_FONT_PX) -> int:
+    """How far below the plot the longest of ``labels`` reaches, drawn at −45° under its tick: its width and its
+    height projected on the vertical, the tick and a gap."""
+    longest = max((text_px(label, font_px) for label in labels), default=0.0)
+    return math.ceil((longest + font_px) * math.sqrt(0.5)) + 12
 
 
 def _symmetric(values: np.ndarray) -> float:
@@ -66,14 +92,21 @@ def dla_figure(heads: np.ndarray, mlps: np.ndarray, *, title: str, height: int =
 
 
 def lens_figure(target_prob: np.ndarray, top_labels: list[list[str]], tokens: list[str], *, target: str,
-                first: int = 0, height: int = 620) -> go.Figure:
+                first: int = 0, height: int | None = None) -> go.Figure:
     """The logit lens: ``target_prob [row, pos]`` coloured 0–1 with each cell's top token written in it; rows
-    ``embeddings, after layer 0 … after layer n − 1`` from the top; columns the tokens (positions ``first …``)."""
+    ``embeddings, after layer 0 … after layer n − 1`` from the top; columns the tokens (positions ``first …``).
+
+    ``height`` (px): by default as tall as :data:`LENS_ROW_PX` a row needs, with the title above and the tilted
+    position labels (at most :data:`LENS_LABEL_COLUMNS` columns of a token) below: 31 rows are 670–700 px."""
     rows, n = target_prob.shape
     row_names = [_("embeddings")] + [_("after layer {layer}").format(layer=i) for i in range(rows - 1)]
     text = [[_esc(_short(label)) for label in row] for row in top_labels]
     whole = [[_esc(label) for label in row] for row in top_labels]
-    x = [f"{first + j}: {_esc(t)}" for j, t in enumerate(tokens)]
+    x = [f"{first + j}: {_esc(t)}" for j, t in enumerate(tokens)]  # whole, for the hover
+    labels = [f"{first + j}: {_cut(show_controls(str(t)), LENS_LABEL_COLUMNS)}" for j, t in enumerate(tokens)]
+    shown, below = [_esc(label) for label in labels], _tilted_px(labels)
+    if height is None:
+        height = LENS_TOP_PX + rows * LENS_ROW_PX + below
     heat = go.Heatmap(z=target_prob, x=x, y=row_names, zmin=0, zmax=1, colorscale=SEQUENTIAL, xgap=1, ygap=1,
                       text=text, texttemplate="%{text}", textfont=dict(size=10), customdata=whole,
                       hovertemplate="%{y} · %{x}<br>" + _("top token") + " %{customdata}<br>"
@@ -85,8 +118,10 @@ def lens_figure(target_prob: np.ndarray, top_labels: list[list[str]], tokens: li
         title=dict(text=_("Logit lens: each layer's residual stream through the final norm and W_U — colour "
                           "p({target}), text the top token").format(target=_esc(target)),
                    font=dict(size=13), x=0),
-        height=height, margin=dict(l=110, r=10, t=40, b=10), dragmode=False,
-        xaxis=dict(side="bottom", tickangle=-45, fixedrange=True, automargin=True),
+        height=height, margin=dict(l=110, r=10, t=LENS_TOP_PX, b=below), dragmode=False,
+        # automargin stays as a safety net: a label wider than estimated takes room from the rows, not the screen
+        xaxis=dict(side="bottom", tickangle=-45, fixedrange=True, automargin=True, tickmode="array", tickvals=x,
+                   ticktext=shown),
         yaxis=dict(autorange="reversed", fixedrange=True, tickmode="array",
                    tickvals=row_names[::3] + ([row_names[-1]] if (rows - 1) % 3 else []),
                    ticktext=row_names[::3] + ([row_names[-1]] if (rows - 1) % 3 else [])),
