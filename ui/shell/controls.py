@@ -26,8 +26,9 @@ MAX_SENTENCES = 6  # lines after the sixth are ignored, with a note
 MAX_TOKENS = 128  # tokens per sentence (the toy model and MiniLM)
 MAX_HEADS = 16  # head counts offered (more would be more figures than a learner can read)
 D_MODEL_CHOICES = (8, 16, 32, 48, 64, 96, 128, 256, 384, 512)
-TOKENIZERS = {"word": N_("Word-level (Chinese words, punctuation, emoji kept)"),
-              "wordpiece": N_("BERT WordPiece (MiniLM vocabulary)")}
+# short enough for the sidebar's box at 1280×720 (~200 px of text: the longer names were cut, en and zh); the
+# picker's help says what each one does
+TOKENIZERS = {"word": N_("Word-level"), "wordpiece": N_("BERT WordPiece (MiniLM)")}
 # the sentences box's default, by the page's language: a word-level pair of two lengths (padding shows), as the
 # tutorials' examples; Chinese is cut into words by jieba (小猫 / 坐在 / 垫子 / 上 / 。)
 DEFAULT_TEXT = {"en": "The cat sat on the mat.\nThe dog chased the cat!", "zh": "小猫坐在垫子上。\n小狗追着小猫跑！"}
@@ -258,7 +259,10 @@ def sidebar(page: str = "") -> Settings:
         resend_label("shared_tokenizer")
         names = {t: _(label) for t, label in TOKENIZERS.items()}  # now: a format_func may run outside this run
         st.selectbox(_("Tokenizer"), list(TOKENIZERS), format_func=names.get, key="shared_tokenizer",
-                     disabled=off["tokenizer"])
+                     disabled=off["tokenizer"],
+                     help=_("**Word-level**: each word, punctuation mark and emoji is one token; Chinese is cut into "
+                            "words. **BERT WordPiece**: MiniLM's vocabulary, where a rare word is split into pieces "
+                            "(“##” marks a piece that continues a word)."))
         st.toggle(_("Causal mask"), key="shared_causal", help=_("Each query sees only itself and earlier keys."),
                   disabled=off["causal"])
         st.toggle(_("Padding mask"), key="shared_padding", help=_("Hide the [PAD] key columns."),
