@@ -27,14 +27,16 @@ controls.current()
 # ------------------------------------------------------------------ the model (?model=…): only what the operator lists
 offered = catalog.configured()
 by_label = {c.label: c for c in offered}
-if len(offered) > 1:
+if len(offered) > 1:  # the picker beside a shorter title: the first screen keeps its height for the bars
+    title, pick = st.columns([2.2, 1], vertical_alignment="bottom")
     bind_url("llm_model", "model", tuple(by_label), offered[0].label)
-    picked = st.selectbox(_("Model"), tuple(by_label), key="llm_model",
-                          help=_("The models this server offers (its operator lists them)."))
+    picked = pick.selectbox(_("Model"), tuple(by_label), key="llm_model",
+                            help=_("The models this server offers (its operator lists them)."))
     choice = by_label.get(picked, offered[0])
+    title.title(_("A real language model"))
 else:
     choice = offered[0]
-st.title(_("A real language model: {model}").format(model=choice.label))
+    st.title(_("A real language model: {model}").format(model=choice.label))
 if choice.is_smollm2:
     st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder like today's chat models: 30 "
                  "layers, d_model = 576, 9 query heads sharing 3 key/value heads (d_head = 64), rotary positions, "

@@ -66,7 +66,7 @@ def test_a_listed_checkpoint_runs_on_the_page_with_its_own_sizes_and_hugging_fac
     at = _open(monkeypatch, f"Tiny Qwen2={folder}; Broken=/no/such/folder", model="Tiny Qwen2")
     picker = at.selectbox(key="llm_model")
     assert list(picker.options) == ["Tiny Qwen2", "Broken"] and picker.value == "Tiny Qwen2"
-    assert at.title[0].value == "A real language model: Tiny Qwen2"
+    assert at.title[0].value == "A real language model"  # the picker beside it names the model
     assert at.query_params["model"] in ("Tiny Qwen2", ["Tiny Qwen2"])
     # the prediction bars are softmax of Hugging Face's logits (top-k 5 by default)
     bars = next(f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == "predictions")["data"][0]
