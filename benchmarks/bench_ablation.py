@@ -1,5 +1,5 @@
 """"Rank the heads" on MiniLM-L6: the 72 single-head ablations, batched one layer's heads per forward pass
-(:func:`transformer_core.analysis.ablation_minilm.rank_heads`) vs one ablated forward pass per head, and
+(:func:`transformer_core.analysis.ablation.embedding.rank_heads`) vs one ablated forward pass per head, and
 one intact forward pass for scale. Same sentences, same process; both give the same cosines (checked).
 
 Usage::
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from transformer_core.analysis.ablation import ablate, sentence_embeddings  # noqa: E402
-from transformer_core.analysis.ablation_minilm import inputs_of, rank_heads  # noqa: E402
+from transformer_core.analysis.ablation import ablate  # noqa: E402
+from transformer_core.analysis.ablation.embedding import inputs_of, rank_heads, sentence_embeddings  # noqa: E402
 from transformer_core.models.minilm import load_minilm  # noqa: E402
 from transformer_core.models.minilm_trace import run_minilm  # noqa: E402
 from cli_args import positive  # noqa: E402  (benchmarks/, beside this script)

@@ -68,7 +68,8 @@ def main() -> None:
 
     torch.set_num_threads(1)  # as a replica runs (deploy/run_local.REPLICA_ENV)
     from transformer_core.analysis import ablation
-    from transformer_core.analysis.ablation_minilm import ablation_effects, fit_reference
+    from transformer_core.analysis.ablation.embedding import ablation_effects
+    from transformer_core.analysis.ablation.embedding_reference import fit_reference
     from ui.shell.cache import release_free_memory
 
     proc = psutil.Process()

@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers import LlamaForCausalLM
 
-    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, rank_heads
-    from transformer_core.analysis.smollm2_generate import greedy_ids
+    from transformer_core.analysis.ablation.next_token import IOI_PROMPT, rank_heads
+    from transformer_core.analysis.generation import greedy_ids
     from transformer_core.models import smollm2
     from transformer_core.models.gguf_weights import gguf_path
     from transformer_core.nn.hooks import capture

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_core.analysis.ablation import (ablate, format_heads, nearest_other, parse_heads,
-                                                sentence_embeddings)
+from transformer_core.analysis.ablation import ablate, format_heads, parse_heads
+from transformer_core.analysis.ablation.embedding import nearest_other, sentence_embeddings
 from transformer_core.nn.hooks import capture, intervene
 
 needs_models = pytest.mark.skipif(
@@ -108,7 +108,7 @@ def test_sentence_mean_ablation_matches_hf_with_mean_slices(models):
 
 @needs_models
 def test_documented_cosine_of_l3h7_l4h2():
-    from transformer_core.analysis.ablation_minilm import ablation_effects
+    from transformer_core.analysis.ablation.embedding import ablation_effects
 
     out = ablation_effects([SENTENCES[0]], ((3, 7), (4, 2)))
     assert out["cosine"][0] == pytest.approx(0.9956, abs=5e-5)
@@ -117,7 +117,7 @@ def test_documented_cosine_of_l3h7_l4h2():
 
 @needs_models
 def test_rank_heads_batched_equals_one_at_a_time():
-    from transformer_core.analysis.ablation_minilm import ablation_effects, rank_heads
+    from transformer_core.analysis.ablation.embedding import ablation_effects, rank_heads
 
     ranked = rank_heads(SENTENCES[:2])
     assert ranked["cosine"].shape == (6, 12, 2)

@@ -11,8 +11,9 @@ import math
 import pytest
 import torch
 
-from transformer_core.analysis.ablation_causal import accuracies, measure
-from transformer_core.models.causal import head_scores, load_causal_model
+from transformer_core.analysis.ablation.induction import accuracies, measure
+from transformer_core.models import CausalFace
+from transformer_core.models.causal import head_scores
 
 
 def margin(p: float, n: int) -> float:
@@ -21,13 +22,18 @@ def margin(p: float, n: int) -> float:
 
 
 @pytest.fixture(scope="module")
-def model():
-    return load_causal_model()
+def face():
+    return CausalFace()
 
 
 @pytest.fixture(scope="module")
-def intact(model):
-    return measure(model)
+def model(face):
+    return face.module
+
+
+@pytest.fixture(scope="module")
+def intact(face):
+    return measure(face)
 
 
 def test_intact_model_copies_the_repeat(intact):
@@ -35,8 +41,8 @@ def test_intact_model_copies_the_repeat(intact):
     assert intact["accuracy"]["first"] < intact["chance"] + margin(intact["chance"], 64 * 23)  # nothing to copy
 
 
-def test_ablating_every_layer1_head_drops_induction_to_chance(model, intact):
-    out = measure(model, [(1, h) for h in range(4)])
+def test_ablating_every_layer1_head_drops_induction_to_chance(face, intact):
+    out = measure(face, [(1, h) for h in range(4)])
     chance, n = out["chance"], out["n_repeat"]
     assert n == 64 * 24
     print(f"\ninduction accuracy intact {intact['accuracy']['repeat']:.4f}, layer 1 ablated "
@@ -45,13 +51,13 @@ def test_ablating_every_layer1_head_drops_induction_to_chance(model, intact):
     assert out["loss"]["repeat"] > math.log(64)  # no better than a uniform guess (measured 4.79 nats)
 
 
-def test_previous_token_head_feeds_induction_other_layer0_heads_barely_matter(model, intact):
+def test_previous_token_head_feeds_induction_other_layer0_heads_barely_matter(face, model, intact):
     prev = head_scores(model)["previous_token"][0]
     strongest, weakest = prev.index(max(prev)), prev.index(min(prev))
     assert strongest == 0  # docs/causal_model.md: layer 0 head 0
     base, n = intact["accuracy"]["repeat"], intact["n_repeat"]
-    other = measure(model, [(0, weakest)])["accuracy"]["repeat"]
-    fed = measure(model, [(0, strongest)])["accuracy"]["repeat"]
+    other = measure(face, [(0, weakest)])["accuracy"]["repeat"]
+    fed = measure(face, [(0, strongest)])["accuracy"]["repeat"]
     print(f"\nablate L0H{weakest} (prev-token {min(prev):.2f}): {other:.4f}; L0H{strongest} ({max(prev):.2f}): "
           f"{fed:.4f}; intact {base:.4f} ± {margin(base, n):.4f}")
     assert abs(other - base) <= margin(base, n)  # measured 0.8828 vs 0.8854 ± 0.024
@@ -65,6 +71,6 @@ def test_accuracy_definition_on_a_literal_case():
     assert accuracies(logits, ids, 2) == {"first": 1.0, "repeat": 0.5}
 
 
-def test_ablation_leaves_the_shared_model_untouched(model, intact):
-    measure(model, [(1, 0)])
-    assert measure(model) == intact
+def test_ablation_leaves_the_shared_model_untouched(face, intact):
+    measure(face, [(1, 0)])
+    assert measure(face) == intact

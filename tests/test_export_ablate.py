@@ -29,7 +29,7 @@ def test_minilm_ablated_trace(mode):
     if mode == "zero":
         assert not ctx[7].any() and ctx0[7].any()
     elif mode == "mean":  # the reference set's mean, per position
-        from transformer_core.analysis.ablation_minilm import minilm_reference
+        from transformer_core.analysis.ablation.embedding_reference import minilm_reference
 
         np.testing.assert_allclose(ctx[7], minilm_reference().at(3, ctx.shape[1])[7].numpy(), atol=1e-6)
     else:

@@ -40,7 +40,7 @@ def texts(at) -> str:
 def test_default_page_numbers_equal_the_core_and_hugging_face(smollm2_hf):
     import torch
 
-    from transformer_core.analysis.ablation_smollm2 import ablation_effect
+    from transformer_core.analysis.ablation.next_token import ablation_effect
 
     at = open_page()
     assert at.text_area(key="llm_prompt").value == IOI
@@ -70,7 +70,7 @@ def test_default_page_numbers_equal_the_core_and_hugging_face(smollm2_hf):
 
 
 def test_generation_table_is_the_cached_generation_of_the_core():
-    from transformer_core.analysis.smollm2_generate import generate
+    from transformer_core.analysis.generation import generate
 
     at = open_page(n_new="4", decode="sample", gen_seed="7", temp="0.7", top_k="20", top_p="0.9")
     assert not any("#1" in d.value.columns for d in at.dataframe)  # generated on request only
@@ -166,7 +166,7 @@ def test_missing_model_shows_the_pip_command_in_the_pages_language(monkeypatch):
 
 
 def test_ablation_and_ranking_match_the_core():
-    from transformer_core.analysis.ablation_smollm2 import ablation_effect
+    from transformer_core.analysis.ablation.next_token import ablation_effect
 
     at = open_page(ablate="L9H3")
     core = ablation_effect(heads=((9, 3),))

@@ -75,8 +75,8 @@ def test_the_decoder_analyses_run_on_a_local_checkpoint_as_hugging_face_computes
     """Ablation, ranking and generation, written for SmolLM2, take a decoder's face: the ablated probabilities
     equal Hugging Face's with the head's o_proj slice zeroed, ranking agrees with one ablation, and greedy
     generation with the KV cache gives Hugging Face's argmax continuation."""
-    from transformer_core.analysis.ablation_smollm2 import ablation_effect, rank_heads
-    from transformer_core.analysis.smollm2_generate import generate
+    from transformer_core.analysis.ablation.next_token import ablation_effect, rank_heads
+    from transformer_core.analysis.generation import generate
 
     folder, hf = tiny_checkpoints["qwen2"]
     face = models.load(str(folder))

@@ -32,7 +32,7 @@ def _fig(at, stage):
 
 @needs_minilm
 def test_minilm_ablate_link_shows_measured_effects():
-    from transformer_core.analysis.ablation_minilm import ablation_effects
+    from transformer_core.analysis.ablation.embedding import ablation_effects
 
     at = _open("pages/minilm.py", text=TEXT, ablate="l4h2,L3H7", ablate_layer="5")
     assert at.multiselect(key="minilm_ablate").value == ["L3H7", "L4H2"]
@@ -68,7 +68,7 @@ def test_minilm_ablate_link_shows_measured_effects():
 
 @needs_minilm
 def test_minilm_bad_ablate_falls_back_with_a_note_and_rank_button_ranks():
-    from transformer_core.analysis.ablation_minilm import rank_heads
+    from transformer_core.analysis.ablation.embedding import rank_heads
 
     at = _open("pages/minilm.py", text=TEXT, ablate="L9H1")
     assert any("ablate=L9H1" in w.value and "does not exist" in w.value for w in at.warning)

@@ -20,8 +20,13 @@ ZH_SET = [ZH_LINE] * 48
 
 
 def test_the_budget_cuts_before_the_work():
-    from transformer_core.analysis.ablation_minilm import (REFERENCE_MAX_BYTES, REFERENCE_MAX_LINES,
-                                                           REFERENCE_MAX_TOKENS, REFERENCE_SENTENCES, fit_reference)
+    from transformer_core.analysis.ablation.embedding_reference import (
+        REFERENCE_MAX_BYTES,
+        REFERENCE_MAX_LINES,
+        REFERENCE_MAX_TOKENS,
+        REFERENCE_SENTENCES,
+        fit_reference,
+    )
 
     assert (REFERENCE_MAX_BYTES, REFERENCE_MAX_LINES, REFERENCE_MAX_TOKENS) == (32_768, 64, 2_048)
     fit = fit_reference(ZH_SET)
@@ -36,15 +41,15 @@ def test_the_budget_cuts_before_the_work():
 
 
 def test_an_over_budget_set_is_refused_by_the_core():
-    from transformer_core.analysis.ablation_minilm import minilm_reference
+    from transformer_core.analysis.ablation.embedding_reference import minilm_reference
 
     with pytest.raises(ValueError, match="over its budget"):
         minilm_reference(ZH_SET)
 
 
 def test_batches_are_bounded_and_give_the_one_batch_means(monkeypatch):
-    from transformer_core.analysis import ablation_minilm as am
     from transformer_core.analysis.ablation import clear_references, record_reference
+    from transformer_core.analysis.ablation import embedding_reference as am
     from transformer_core.models.minilm import MAX_POSITIONS, load_minilm
 
     model, _ = load_minilm()
@@ -71,8 +76,8 @@ def test_batches_are_bounded_and_give_the_one_batch_means(monkeypatch):
 
 
 def test_the_cache_is_bounded_in_bytes_and_expires(monkeypatch):
-    from transformer_core.analysis import ablation
-    from transformer_core.analysis.ablation_minilm import minilm_reference
+    from transformer_core.analysis.ablation import references as ablation
+    from transformer_core.analysis.ablation.embedding_reference import minilm_reference
     from transformer_core.models.minilm import load_minilm
 
     model, _ = load_minilm()
@@ -93,7 +98,7 @@ def test_the_cache_is_bounded_in_bytes_and_expires(monkeypatch):
 
 
 def test_the_page_cuts_with_a_note_and_holds_the_slot(monkeypatch):
-    from transformer_core.analysis.ablation_minilm import fit_reference, reference_attention_bytes
+    from transformer_core.analysis.ablation.embedding_reference import fit_reference, reference_attention_bytes
     from ui.minilm import ablation as page_ablation
 
     sizes = []

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_core.analysis.ablation import MODE_DEFINITIONS, MODES, ablate, sentence_embeddings
-from transformer_core.analysis.ablation_minilm import (REFERENCE_NAME, REFERENCE_SENTENCES, ablation_effects,
-                                                     minilm_reference)
+from transformer_core.analysis.ablation import MODE_DEFINITIONS, MODES, ablate
+from transformer_core.analysis.ablation.embedding import ablation_effects, sentence_embeddings
+from transformer_core.analysis.ablation.embedding_reference import REFERENCE_NAME, REFERENCE_SENTENCES, minilm_reference
 
 D_HEAD = 32
 # the second is longer (45 tokens) than every reference sentence, so its last positions use the pooled mean
@@ -143,11 +143,12 @@ def test_modes_are_named():
 
 def test_causal_reference_is_the_per_position_mean_over_its_named_sequences():
     """The causal model's default reference set: 64 repeated sequences, seed 2024 (not the held-out 12345)."""
-    from transformer_core.analysis.ablation_causal import REFERENCE, causal_reference, held_out_sequences, measure
-    from transformer_core.models.causal import load_causal_model
+    from transformer_core.analysis.ablation.induction import REFERENCE, causal_reference, held_out_sequences, measure
+    from transformer_core.models import CausalFace
     from transformer_core.nn.hooks import capture
 
-    model = load_causal_model()
+    face = CausalFace()
+    model = face.module
     assert REFERENCE["seed"] != 12345
     ids = held_out_sequences(model.vocab_size, **REFERENCE)
     with torch.no_grad(), capture(model, only=lambda n: n.endswith("attention.context")) as stages:
@@ -159,5 +160,5 @@ def test_causal_reference_is_the_per_position_mean_over_its_named_sequences():
         # beyond the set's 48 positions: the mean over all of them
         np.testing.assert_allclose(means.at(layer, 50)[:, 49].double(), expected.mean(1), atol=1e-6)
     layer1 = [(1, h) for h in range(4)]
-    a, b = measure(model, layer1, mode="mean"), measure(model, layer1, mode="mean_sentence")
+    a, b = measure(face, layer1, mode="mean"), measure(face, layer1, mode="mean_sentence")
     assert a["accuracy"]["repeat"] < 0.03 and abs(a["accuracy"]["repeat"] - b["accuracy"]["repeat"]) > 0.02

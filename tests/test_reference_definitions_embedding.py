@@ -51,7 +51,7 @@ def test_the_cut_is_the_packages_max_seq_length(sentence_transformer):
 
 @pytest.mark.parametrize("n_tokens", [40, 300])
 def test_embedding_equals_sentence_transformers_encode(sentence_transformer, n_tokens):
-    from transformer_core.analysis.ablation_minilm import ablation_effects
+    from transformer_core.analysis.ablation.embedding import ablation_effects
 
     text = text_of(n_tokens)
     expected = sentence_transformer.encode([text], convert_to_numpy=True, normalize_embeddings=False)[0]
@@ -64,7 +64,7 @@ def test_embedding_equals_sentence_transformers_encode(sentence_transformer, n_t
 
 def test_an_ablated_long_sentence_uses_the_cut_embedding():
     """Ablation's cosine compares two 256-token embeddings; the shift of each layer still covers all 300."""
-    from transformer_core.analysis.ablation_minilm import ablation_effects
+    from transformer_core.analysis.ablation.embedding import ablation_effects
 
     long = ablation_effects([text_of(300)], ((3, 7),), max_tokens=512)
     cut = ablation_effects([text_of(256)], ((3, 7),), max_tokens=512)

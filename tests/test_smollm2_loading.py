@@ -66,7 +66,7 @@ def test_loaded_once_and_shared_between_threads():
 
 @needs_file
 def test_rank_heads_agrees_with_ablating_one_head_at_a_time():
-    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, ablation_effect, rank_heads
+    from transformer_core.analysis.ablation.next_token import IOI_PROMPT, ablation_effect, rank_heads
 
     calls = []
     ranked = rank_heads(IOI_PROMPT, progress=lambda done, total: calls.append((done, total)))
@@ -82,10 +82,10 @@ def test_rank_heads_agrees_with_ablating_one_head_at_a_time():
 
 @needs_file
 def test_mean_ablation_puts_in_the_reference_sets_mean():
-    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, ablation_effect, reference_means
+    from transformer_core.analysis.ablation.next_token import IOI_PROMPT, ablation_effect, decoder_reference
 
-    means = reference_means("ioi")
-    assert means.shape == (30, 9, 64)
+    means = decoder_reference("ioi")
+    assert len(means.pooled) == 30 and means.pooled[0].shape == (9, 64)
     zero = ablation_effect(IOI_PROMPT, [(1, 5)], mode="zero")["ablated"]["targets"][" Mary"]
     mean = ablation_effect(IOI_PROMPT, [(1, 5)], mode="mean")["ablated"]["targets"][" Mary"]
     assert zero != pytest.approx(mean, abs=1e-4)
@@ -96,7 +96,7 @@ def test_mean_ablation_puts_in_the_reference_sets_mean():
 
 
 def test_sink_share_is_the_mean_weight_on_the_first_key_after_row_0():
-    from transformer_core.analysis.ablation_smollm2 import sink_share
+    from transformer_core.analysis.head_stats import sink_share
 
     weights = np.zeros((2, 3, 3))
     weights[:, 0, 0] = 1
@@ -110,11 +110,11 @@ def test_sink_share_is_the_mean_weight_on_the_first_key_after_row_0():
 
 @needs_file
 def test_head_stats_have_the_sink_share_of_every_head():
-    from transformer_core.analysis.ablation_smollm2 import head_stats_smollm2
+    from transformer_core.analysis.head_stats import decoder_head_stats
     from transformer_core.models.smollm2_trace import run_smollm2
 
     trace, _ = run_smollm2("The cat sat on the mat because it was warm.", only=lambda n: n.endswith("weights"))
-    stats = head_stats_smollm2(trace)
+    stats = decoder_head_stats(trace)
     assert len(stats) == 270 and set(stats["kv_head"]) == {0, 1, 2}
     assert stats["sink_share"].between(0, 1).all()
     assert stats["sink_share"].max() > 0.9  # SmolLM2 has heads that park their attention on the first token

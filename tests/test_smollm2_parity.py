@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, ablation_effect
+from transformer_core.analysis.ablation.next_token import IOI_PROMPT, ablation_effect
 from transformer_core.models.gguf_weights import permute_rows
 from transformer_core.models.smollm2 import encode, load_smollm2
 from transformer_core.nn.hooks import capture

@@ -10,7 +10,9 @@ the sentence), except ``max_weight``, the largest weight any real query gives an
 * ``mean_distance`` — ``Σ_j w_ij |i − j|`` in positions: how far away a query looks;
 * ``max_weight`` — ``max_ij w_ij`` over real queries;
 * ``cls_share`` / ``sep_share`` / ``pad_share`` — ``Σ_{j ∈ [CLS]} w_ij`` (and for ``[SEP]``,
-  ``[PAD]``): the share of a query's attention that goes to those keys.
+  ``[PAD]``): the share of a query's attention that goes to those keys;
+* ``sink_share`` (decoders, :func:`decoder_head_stats`) — the mean weight on the first token over query
+  rows i ≥ 1 (the "attention sink").
 
 Special keys are found by **position**, not by string (:func:`special_positions`): ``[PAD]`` is
 every position from the sentence's length on, ``[CLS]`` position 0 and ``[SEP]`` position
@@ -137,3 +139,34 @@ def head_stats(trace: Trace, batch: int | None = 0) -> pd.DataFrame:
         for head in range(weights.shape[1]):
             records.append({"layer": layer, "head": head, **{k: float(stats[k][head]) for k in _ROW_STATS}})
     return pd.DataFrame.from_records(records, columns=list(COLUMNS))
+
+
+def sink_share(weights: np.ndarray) -> np.ndarray:
+    """Share of attention each head gives the first token (the "attention sink"; Xiao et al., "Efficient Streaming
+    Language Models with Attention Sinks" (2024), §3.1): ``weights [head, query_pos, key_pos]`` → ``[head]``, the
+    mean of ``w[:, i, 0]`` over query rows i ≥ 1 (row 0 can only look at itself); NaN for a one-token text."""
+    weights = np.asarray(weights)
+    if weights.shape[1] < 2:
+        return np.full(weights.shape[0], np.nan)
+    return weights[:, 1:, 0].mean(axis=1)
+
+
+def decoder_head_stats(trace: Trace) -> pd.DataFrame:
+    """One row per layer × head (layer-major) of a decoder's one-prompt trace (SmolLM2 or a local checkpoint,
+    :func:`~transformer_core.models.smollm2_trace.run_smollm2`): ``layer``, ``head``, ``kv_head`` (the key/value head
+    it shares: ``head // (n_heads / n_kv_heads)`` from the trace's settings, SmolLM2's 9 and 3 when they are not
+    there), ``entropy`` (nats), ``mean_distance`` (positions), ``max_weight`` (as above, over all query rows) and
+    ``sink_share`` (:func:`sink_share`)."""
+    group = trace.settings.get("n_heads", 9) // trace.settings.get("n_kv_heads", 3)
+    records = []
+    for layer in range(trace.n_layers):
+        weights = trace.stage("weights", layer)[0]  # [head, query_pos, key_pos]
+        rows = row_stats(weights, trace.tokens[0], trace.lengths[0])
+        sinks = sink_share(weights)
+        for head in range(weights.shape[0]):
+            records.append({"layer": layer, "head": head, "kv_head": head // group,
+                            "entropy": float(rows["entropy"][head].mean()),
+                            "mean_distance": float(rows["mean_distance"][head].mean()),
+                            "max_weight": float(rows["max_weight"][head].max()),
+                            "sink_share": float(sinks[head])})
+    return pd.DataFrame.from_records(records)

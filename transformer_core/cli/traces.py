@@ -255,7 +255,7 @@ def run_causal_trace(args: argparse.Namespace, sentences: list[str]) -> Trace:
         if not args.ablate:
             return run_causal(ids, step=args.step, causal=args.causal is not False)
         from ..analysis.ablation import ablate
-        from ..analysis.ablation_causal import causal_reference
+        from ..analysis.ablation.induction import causal_reference
         from ..models.causal import load_causal_model
 
         heads = _heads(args, CAUSAL_CONFIG.n_layers, CAUSAL_CONFIG.n_heads)
@@ -305,7 +305,7 @@ def _ablated_minilm(args: argparse.Namespace, sentences: list[str]) -> Trace:
         raise ExportError(_("MiniLM export failed: {reason}").format(reason=err)) from None
     reference = None
     if args.ablate_mode == "mean":
-        from ..analysis.ablation_minilm import minilm_reference
+        from ..analysis.ablation.embedding_reference import minilm_reference
 
         reference = minilm_reference(model=model)
     with ablate(model, heads, args.ablate_mode, real, reference):

@@ -1,8 +1,8 @@
 """Figures of head ablation: how far each layer moved, later layers' weights ablated beside intact, the
 72 heads ranked, and the causal model's induction accuracy per checkpoint with heads ablated.
 
-Pure builders from the numbers of :mod:`transformer_core.analysis.ablation_minilm` and
-:mod:`~transformer_core.analysis.ablation_causal`; ``layout.meta["stage"]`` names each figure
+Pure builders from the numbers of :mod:`transformer_core.analysis.ablation.embedding` and
+:mod:`~transformer_core.analysis.ablation.induction`; ``layout.meta["stage"]`` names each figure
 (``ablation_shift``, ``ablation_weights``, ``ablation_rank``, ``ablation_causal``) for tests and exports.
 """
 from __future__ import annotations

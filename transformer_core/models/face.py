@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -58,7 +58,8 @@ class Model(Protocol):
 
     def run(self, text: str, **options): ...
 
-    def intervene(self, heads, mode: str = "zero") -> contextlib.AbstractContextManager: ...
+    def intervene(self, heads, mode: str = "zero", *, real=None,
+                  reference=None) -> contextlib.AbstractContextManager: ...
 
     def output_projections(self) -> list[tuple[np.ndarray, np.ndarray]]: ...
 
@@ -67,7 +68,7 @@ class Model(Protocol):
 
 class Face:
     """What the adapters share: W_O read from ``module.layers[i].attention.W_O``, head ablation through
-    :func:`~transformer_core.analysis.ablation.ablate`, no unembedding unless the model has one."""
+    :func:`~transformer_core.nn.head_ablation.ablate`, no unembedding unless the model has one."""
 
     name = "model"
     resizable = False  # whether its sizes are options of a run (the toy's are)
@@ -85,30 +86,19 @@ class Face:
         return out
 
     @contextlib.contextmanager
-    def intervene(self, heads: Iterable[tuple[int, int]], edit=None) -> Iterator[None]:
-        """Forward calls of :attr:`module` inside the block run with ``heads`` (``[(layer, head), …]``) knocked
-        out, in this thread only (:func:`~transformer_core.nn.hooks.intervene`): each head's context
-        ``[batch, head, query_pos, d_head]`` is zeroed, or replaced by ``edit(context, head)`` (the mean
-        ablations of :mod:`transformer_core.analysis.ablation` pass theirs).
+    def intervene(self, heads, mode: str = "zero", *, real=None, reference=None) -> Iterator[None]:
+        """Forward calls of :attr:`module` inside the block run with ``heads`` knocked out, in this thread only
+        (:func:`~transformer_core.nn.head_ablation.ablate`): ``heads`` is ``[(layer, head), …]`` or a bool mask
+        ``[n_layers, batch or 1, n_heads]`` (a batch may ablate another head in each row); each chosen head's
+        context ``[batch, head, query_pos, d_head]`` is zeroed (``mode="zero"``) or replaced by ``reference``'s
+        mean (``"mean"``) or the sentence's mean over its ``real`` tokens (``"mean_sentence"``).
 
         Raises:
-            KeyError: a layer the model does not have.
+            ValueError: an unknown mode, ``"mean"`` without ``reference``. KeyError: a layer the model does not have.
         """
-        from ..nn.hooks import intervene
+        from ..nn.head_ablation import ablate
 
-        by_layer: dict[int, list[int]] = {}
-        for layer, head in heads:
-            by_layer.setdefault(int(layer), []).append(int(head))
-
-        def replace(chosen):
-            def fn(context):
-                out = context.clone()
-                for h in chosen:
-                    out[:, h] = 0.0 if edit is None else edit(context, h)
-                return out
-            return fn
-
-        with intervene(self.module, {f"layers.{l}.attention.context": replace(hs) for l, hs in by_layer.items()}):
+        with ablate(self.module, heads, mode, real, reference):
             yield
 
     def unembedding(self):

@@ -20,26 +20,38 @@ from ..shell.i18n import N_, _, language
 # ------------------------------------------------------------------ causal model
 
 
+_INTACT: dict[int, dict] = {}  # checkpoint → its measure intact, from whichever run measured it (a few floats)
+
+
 @st.cache_data(max_entries=512, show_spinner=False)
-def _measure(step: int, heads: tuple, mode: str, ref_seed: int | None = None) -> dict:
-    """Loss and accuracy of checkpoint ``step`` with ``heads`` ablated (a few floats: kept for the process);
-    ``ref_seed``: the mean ablation's reference sequences' seed (None = the default set)."""
-    from transformer_core.analysis.ablation_causal import REFERENCE, measure
-    from transformer_core.models.causal import load_causal_model
+def _measure(step: int, heads: tuple, mode: str, ref_seed: int | None = None) -> tuple[dict, dict]:
+    """Loss and accuracy of checkpoint ``step`` intact and with ``heads`` ablated (a few floats: kept for the
+    process); ``ref_seed``: the mean ablation's reference sequences' seed (None = the default set). One forward:
+    the first time a checkpoint is measured, intact and ablated come from one batch
+    (:func:`~transformer_core.analysis.induction_pair.measure_intact_and_ablated`); after that, the intact numbers
+    are known and only the ablated run goes through the model."""
+    from transformer_core.analysis.ablation.induction import REFERENCE, measure
+    from transformer_core.analysis.induction_pair import measure_intact_and_ablated
+    from transformer_core.models import CausalFace
 
     reference = None if ref_seed is None else {**REFERENCE, "seed": int(ref_seed)}
-    return measure(load_causal_model(step), heads, mode="zero" if not heads else mode, reference=reference)
+    face, intact = CausalFace(step), _INTACT.get(step)
+    if intact is None:
+        intact, ablated = measure_intact_and_ablated(face, heads, mode=mode, reference=reference)
+        _INTACT.setdefault(step, intact)
+        return intact, ablated
+    return intact, measure(face, heads, mode="zero" if not heads else mode, reference=reference)
 
 
 @memo("fixed_inputs", key=lambda heads, mode, ref_seed=None, progress=None: (heads, mode, ref_seed))
 def _causal_curve(heads: tuple, mode: str, ref_seed: int | None = None, progress=None) -> dict:
-    """Intact and ablated per checkpoint: one cache hit per run rather than two per checkpoint (a few floats per
+    """Intact and ablated per checkpoint: one cache hit per run rather than one per checkpoint (a few floats per
     checkpoint, kept an hour). ``progress(done, total)`` after each checkpoint."""
     from .compute import log
 
     steps, rows = log()["checkpoint_steps"], {}
     for i, s in enumerate(steps):
-        rows[s] = (_measure(s, (), "zero"), _measure(s, heads, mode, ref_seed))
+        rows[s] = _measure(s, heads, mode, ref_seed)
         if progress:
             progress(i + 1, len(steps))
     return {"steps": steps, "rows": rows}
@@ -73,7 +85,7 @@ def _curve_figure(heads: tuple, mode: str, ref_seed: int | None, step: int, lang
 def reference_control(mode: str) -> int | None:
     """The mean ablation's reference sequences (``"mean"`` mode), shown with their seed, which can be changed:
     the seed, or None for the default set."""
-    from transformer_core.analysis.ablation_causal import REFERENCE
+    from transformer_core.analysis.ablation.induction import REFERENCE
 
     if mode != "mean":
         return None

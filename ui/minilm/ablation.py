@@ -46,7 +46,7 @@ def reference_nbytes(reference: tuple[str, ...] | None) -> int:
     """Attention bytes of the reference set's largest batch (0 for the default set, which is small)."""
     if not reference:
         return 0
-    from transformer_core.analysis.ablation_minilm import reference_attention_bytes
+    from transformer_core.analysis.ablation.embedding_reference import reference_attention_bytes
 
     try:
         return reference_attention_bytes(reference)
@@ -58,7 +58,7 @@ def reference_nbytes(reference: tuple[str, ...] | None) -> int:
 @holding_with_reference  # the whole model on the batch: one large computation at a time (ui/shell/heavy.py)
 def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str, batch: int, layer: int,
              reference: tuple[str, ...] | None = None) -> dict:
-    from transformer_core.analysis.ablation_minilm import ablation_effects
+    from transformer_core.analysis.ablation.embedding import ablation_effects
 
     out = ablation_effects(list(sentences), heads, mode=mode, padding=padding, max_tokens=512, weights_layer=layer,
                            reference=reference)
@@ -71,7 +71,7 @@ def _effects(sentences: tuple[str, ...], padding: bool, heads: tuple, mode: str,
 @holding_with_reference
 def _ranked(sentences: tuple[str, ...], padding: bool, mode: str, reference: tuple[str, ...] | None = None,
             progress=None) -> dict:
-    from transformer_core.analysis.ablation_minilm import rank_heads
+    from transformer_core.analysis.ablation.embedding import rank_heads
 
     return rank_heads(list(sentences), mode=mode, padding=padding, max_tokens=512, progress=progress,
                       reference=reference)
@@ -83,7 +83,7 @@ REFERENCE_LONG_TOKENS = 512  # a pasted reference set above this many tokens is 
 def _effects_in_turn(sentences, padding, heads, mode, batch, layer, reference):
     """:func:`_effects`, as a long action (:mod:`ui.shell.long_actions`) when it must compute the means of a pasted
     reference set of more than :data:`REFERENCE_LONG_TOKENS` tokens; otherwise at once."""
-    from transformer_core.analysis.ablation_minilm import reference_is_cached
+    from transformer_core.analysis.ablation.embedding_reference import reference_is_cached
 
     args = (sentences, padding, heads, mode, batch, layer, reference)
     if (reference is None or cache.cached(_effects, *args) or _fit("\n".join(reference)).tokens
@@ -96,8 +96,8 @@ def _effects_in_turn(sentences, padding, heads, mode, batch, layer, reference):
 
 def reference_control(mode: str) -> tuple[str, ...] | None:
     """The mean ablation's reference set (``"mean"`` mode): shown, and editable one sentence a line; None = the
-    default set :data:`~transformer_core.analysis.ablation_minilm.REFERENCE_SENTENCES`."""
-    from transformer_core.analysis.ablation_minilm import REFERENCE_NAME, REFERENCE_SENTENCES
+    default set :data:`~transformer_core.analysis.ablation.embedding_reference.REFERENCE_SENTENCES`."""
+    from transformer_core.analysis.ablation.embedding_reference import REFERENCE_NAME, REFERENCE_SENTENCES
 
     if mode != "mean":
         return None
@@ -127,15 +127,19 @@ def reference_control(mode: str) -> tuple[str, ...] | None:
 def _fit(text: str):
     # not memoized: the key would be the whole pasted text, kept for the process's life; the budget's byte cut
     # comes before tokenizing, so a rerun costs a few ms whatever was pasted
-    from transformer_core.analysis.ablation_minilm import fit_reference
+    from transformer_core.analysis.ablation.embedding_reference import fit_reference
 
     return fit_reference(text.splitlines())
 
 
 def cut_note(fit) -> str:
-    """The page's note for a reference set cut to its budget (:func:`~transformer_core.analysis.ablation_minilm.
-    fit_reference`), in the page's language."""
-    from transformer_core.analysis.ablation_minilm import REFERENCE_MAX_BYTES, REFERENCE_MAX_LINES, REFERENCE_MAX_TOKENS
+    """The page's note for a reference set cut to its budget
+    (:func:`~transformer_core.analysis.ablation.embedding_reference.fit_reference`), in the page's language."""
+    from transformer_core.analysis.ablation.embedding_reference import (
+        REFERENCE_MAX_BYTES,
+        REFERENCE_MAX_LINES,
+        REFERENCE_MAX_TOKENS,
+    )
 
     return _("Reference set cut to its first {kept} of {given} sentences: a reference set may hold at most {lines} "
              "sentences, {tokens} tokens and {kb} kB of text, so that its mean fits in the server's memory.").format(
