@@ -95,8 +95,13 @@ class CausalLM(nn.Module):
         self.config = config
         generator = torch.Generator().manual_seed(config.seed)
         with torch.device("meta"):  # no global-RNG draw while building
-            self.token_embedding = nn.Embedding(config.vocab_size, config.d_model)
-            self.position_embedding = nn.Embedding(config.max_positions, config.d_model)
+            # given a weight, an embedding skips its own N(0, 1) draw: on the meta device that draw goes through
+            # torch._refs and imports torch._dynamo (~1.5 s of CPU, the causal page's first open paid it once per
+            # process); every weight is replaced and drawn below anyway
+            self.token_embedding = nn.Embedding(config.vocab_size, config.d_model,
+                                                _weight=torch.empty(config.vocab_size, config.d_model))
+            self.position_embedding = nn.Embedding(config.max_positions, config.d_model,
+                                                   _weight=torch.empty(config.max_positions, config.d_model))
             self.layers = nn.ModuleList(CausalLayer(config) for _layer in range(config.n_layers))
             self.unembed = nn.Linear(config.d_model, config.vocab_size)
         for m in self.modules():
