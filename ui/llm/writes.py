@@ -19,7 +19,7 @@ from transformer_core.figures.stage import chart_config
 from transformer_core.figures.writes import dla_figure, lens_figure, patching_figure
 
 from ..parts.numbers import number
-from ..shell import cache, long_actions
+from ..shell import cache, fragments, long_actions
 from ..shell.cache import per_trace
 from ..shell.chart import chart, spec
 from ..shell.i18n import _
@@ -200,4 +200,6 @@ def section(choice: Choice, prompt: str, summary: dict) -> None:
     target, contrast, _names = _pickers(choice, prompt)
     _attribution(choice, prompt, summary, target, contrast)
     _lens(choice, prompt, summary, target)
-    _patching(choice, prompt, summary, target, contrast)
+    # a part of its own: while patching runs (tens of seconds, minutes on a busy server) the rest of the page stays
+    # as it is instead of greying, and editing the corrupted prompt reruns only this part
+    fragments.part("llm_patching", _patching, choice, prompt, summary, target, contrast)
