@@ -293,7 +293,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                  show_scale: bool = True, fixed: bool = False, title: str | None = None,
                  height: int | None = None, row_scale: bool = False, cell: tuple[int, int] | None = None,
                  width_px: int = FOCUS_WIDTH_PX, square: bool = False, source: list[str] | None = None,
-                 fit: int | None = None) -> go.Figure:
+                 fit: int | None = None, fit_ticks: bool | None = None) -> go.Figure:
     """The heatmap of one stage, one head, one sentence.
 
     ``scores``/``masked_scores``/``weights``: ``[query_pos, key_pos]``. ``q``/``k``/``v``/``context``:
@@ -305,7 +305,8 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
     (plain lines: the sentence and settings): the caption becomes a title above the plot, and the colour range
     and these lines go under it (:func:`title_and_caption`, the slide layout on screen). ``fit`` (px, with
     ``source``): the whole figure's height, when every row keeps its label (:func:`fit_height`); else ``height`` as
-    usual.
+    usual. ``fit_ticks``: label every k-th token where one per token would overlap in ``width_px`` × ``height``
+    (:func:`heatmap`'s); by default only with ``source``.
 
     Raises:
         KeyError: unknown stage.
@@ -331,7 +332,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                   width_px=width_px, square=square,
                   # the app's focused head (``source``): every k-th label where one per token would overlap (SmolLM2
                   # at 23 tokens beside the tiles; across the column, 60 tokens' 10-px labels in ~9-px rows: issue 34)
-                  fit_ticks=source is not None)
+                  fit_ticks=source is not None if fit_ticks is None else fit_ticks)
     if stage in PATTERN_STAGES:
         visible = trace.visible(batch).copy()
         hidden = None  # cells the mask lets through but the view blanks (hide_keys): computed as usual
@@ -362,5 +363,5 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
         if fit and not fit_height(fig, fit, width_px, len(tokens), math.ceil(1.4 * _tick_font(len(tokens)))):
             return stage_figure(trace, stage, batch=batch, head=head, layer=layer, zrange=zrange, hide_keys=hide_keys,
                                 show_scale=show_scale, fixed=fixed, title=title, row_scale=row_scale, cell=cell,
-                                width_px=width_px, square=square, source=source)
+                                width_px=width_px, square=square, source=source, fit_ticks=fit_ticks)
     return fig

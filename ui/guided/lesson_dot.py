@@ -10,7 +10,7 @@ from transformer_core.figures.stage import stage_figure
 from ..shell.i18n import N_, _, language
 from ..shell.markdown import plain
 from .toy_steps import clearest_row, few, first_sentence, link_params, softmax
-from .view import StepView, token_choice
+from .view import FIGURE_FIT, StepView, token_choice
 
 TITLE = N_("Scores and the softmax")
 HEAD = 0
@@ -50,7 +50,7 @@ def scores(settings, sources) -> StepView:
         title=_("Step 1: one score per pair of tokens"),
         intro=_("Head {head} of your first sentence. Each cell is the query row's vector **q** times the key column's "
                 "vector **k**, divided by √d_head: **q·k/√{d}**.").format(head=HEAD, d=d_head),
-        fig=stage_figure(trace, "scores", batch=0, head=HEAD, height=HEIGHT),
+        fig=stage_figure(trace, "scores", batch=0, head=HEAD, height=HEIGHT, **FIGURE_FIT),
         question=_("Which key does the query in row {row}, “{token}”, score highest?").format(
             row=query, token=plain(tokens[query])),
         choices=tuple(token_choice(tokens, p) for p in shown), correct=shown.index(best),
@@ -67,7 +67,7 @@ def weights(settings, sources) -> StepView:
     return StepView(
         title=_("Step 2: the softmax turns a row of scores into weights"),
         intro=_("The same head after the softmax: each row of scores becomes e^score / Σ e^score."),
-        fig=stage_figure(trace, "weights", batch=0, head=HEAD, height=HEIGHT),
+        fig=stage_figure(trace, "weights", batch=0, head=HEAD, height=HEIGHT, **FIGURE_FIT),
         question=_("What does each row of weights add up to?"),
         choices=(_("exactly 1"), _("the number of tokens"), _("the row's largest score"),
                  _("it differs from row to row")), correct=0,
@@ -91,7 +91,7 @@ def scaling(settings, sources) -> StepView:
         title=_("Step 3: why divide by √d_head"),
         intro=_("The weights of head {head} again, with the scores divided by √{d} = {root} before the softmax."
                 ).format(head=HEAD, d=d_head, root=f"{np.sqrt(d_head):.2f}"),
-        fig=stage_figure(trace, "weights", batch=0, head=HEAD, height=HEIGHT),
+        fig=stage_figure(trace, "weights", batch=0, head=HEAD, height=HEIGHT, **FIGURE_FIT),
         question=_("Without the division by √d_head, the last row's largest weight would be…"),
         choices=(_("larger: the row gets more peaked"), _("smaller: the row gets flatter"), _("the same")),
         correct=2 if same else 1 if flatter else 0,

@@ -10,7 +10,7 @@ from transformer_core.figures.stage import stage_figure
 from ..shell.i18n import N_, _
 from ..shell.markdown import plain
 from .toy_steps import first_sentence, link_params
-from .view import StepView
+from .view import FIGURE_FIT, StepView
 
 TITLE = N_("Masks")
 HEAD = 0
@@ -40,7 +40,7 @@ def causal(settings, sources) -> StepView:
         title=_("Step 1: the causal mask"),
         intro=_("Head {head} of your first sentence with the causal mask on: the scores after masking.").format(
             head=HEAD),
-        fig=stage_figure(trace, "masked_scores", batch=0, head=HEAD, height=HEIGHT),
+        fig=stage_figure(trace, "masked_scores", batch=0, head=HEAD, height=HEIGHT, **FIGURE_FIT),
         question=_("Which keys may the query at position {pos}, “{token}”, see?").format(pos=query,
                                                                                         token=plain(tokens[query])),
         choices=(_("itself and the tokens before it"), _("only the tokens after it"), _("every token"),
@@ -61,7 +61,7 @@ def padding(settings, sources) -> StepView:
         title=_("Step 2: the padding mask, and what −∞ does"),
         intro=_("Sentence {b} is shorter, so it is filled up with {pads} [PAD] tokens to the batch's length; the "
                 "padding mask sets their key columns to −∞ before the softmax.").format(b=short, pads=width - n),
-        fig=stage_figure(trace, "weights", batch=short, head=HEAD, height=HEIGHT),
+        fig=stage_figure(trace, "weights", batch=short, head=HEAD, height=HEIGHT, **FIGURE_FIT),
         question=_("What weight does a [PAD] key get after the softmax?"),
         choices=(_("exactly 0"), _("a small positive weight"), _("1 / the number of tokens"), _("a negative weight")),
         correct=0,
@@ -82,7 +82,7 @@ def conventions(settings, sources) -> StepView:
         title=_("Step 3: two conventions for one mask"),
         intro=_("Both masks at once on sentence {b}: {kept} of {size} cells may attend.").format(b=short, kept=kept,
                                                                                                  size=size),
-        fig=stage_figure(trace, "masked_scores", batch=short, head=HEAD, height=HEIGHT),
+        fig=stage_figure(trace, "masked_scores", batch=short, head=HEAD, height=HEIGHT, **FIGURE_FIT),
         question=_("A boolean mask is True at a cell. What does True mean in PyTorch's scaled_dot_product_attention, "
                    "and in nn.MultiheadAttention's attn_mask?"),
         choices=(_("SDPA: may attend; MultiheadAttention: blocked"), _("may attend in both"), _("blocked in both"),

@@ -6,6 +6,11 @@ from urllib.parse import urlencode
 
 from ..shell.markdown import plain
 
+# The figure column of :func:`ui.guided.ask.show` at 1280×720 (measured: 440 px). A lesson's heatmap is drawn for it
+# with every k-th token labelled where one label per token would overlap (24 tokens' key labels ran together).
+FIGURE_WIDTH_PX = 440
+FIGURE_FIT = {"width_px": FIGURE_WIDTH_PX, "fit_ticks": True}  # stage_figure's keywords for that column
+
 
 @dataclass(frozen=True)
 class StepView:
