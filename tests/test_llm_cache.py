@@ -209,7 +209,7 @@ def test_generate_on_the_page_streams_and_tables_the_same_steps(smollm2):
 
 
 def test_ranking_runs_one_forward_per_layer_from_the_cached_residual(smollm2):
-    from transformer_core.analysis.ablation_smollm2 import rank_heads
+    from transformer_core.analysis.ablation.next_token import rank_heads
 
     with Calls(smollm2) as calls:
         ranked = rank_heads(IOI)

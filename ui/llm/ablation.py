@@ -47,7 +47,7 @@ def _controls(choice: Choice, config: ModelConfig) -> tuple[tuple, str]:
 
 
 def _reference(mode: str) -> str:
-    from transformer_core.analysis.ablation_smollm2 import REFERENCE_SETS
+    from transformer_core.analysis.ablation.next_token import REFERENCE_SETS
 
     name = "ioi"
     if mode == "mean":
@@ -60,7 +60,7 @@ def _reference(mode: str) -> str:
 
 
 def section(choice: Choice, config: ModelConfig) -> None:
-    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, TARGETS
+    from transformer_core.analysis.ablation.next_token import IOI_PROMPT, TARGETS
 
     st.subheader(_("The heads behind an answer"))
     st.caption(_("The indirect-object sentence of interpretability research (Wang et al. 2022): `{prompt}` → {model} "

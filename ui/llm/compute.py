@@ -77,7 +77,7 @@ def summary(choice: Choice, prompt: str) -> dict:
     Raises:
         SmolLM2Unavailable, CheckpointError: as :func:`face`. ValueError: no token.
     """
-    from transformer_core.analysis.ablation_smollm2 import head_stats_smollm2
+    from transformer_core.analysis.head_stats import decoder_head_stats
     from transformer_core.models.smollm2_trace import run_smollm2
 
     decoder = face(choice)
@@ -86,7 +86,7 @@ def summary(choice: Choice, prompt: str) -> dict:
                                         only=lambda n: n.endswith(".attention.weights"),
                                         checkpoint=_checkpoint(choice))
     config = decoder.config
-    stats = head_stats_smollm2(trace)
+    stats = decoder_head_stats(trace)
     grids = {name: stats[name].to_numpy().reshape(config.n_layers, config.n_heads)
              for name in ("sink_share", "max_weight", "entropy")}
     return {"trace": Trace(tokens=trace.tokens, lengths=trace.lengths, truncated=trace.truncated, mask=trace.mask,
@@ -126,12 +126,12 @@ def generation_steps(choice: Choice, ids: tuple[int, ...], n_new: int, greedy: b
 def ioi_intact(choice: Choice) -> dict:
     """The intact model's next word after the IOI prompt, from its cached :func:`summary` (no extra forward pass):
     ``{"targets": {" Mary": p, " John": p}, "top": [(label, id, p)] × 5}`` at T = 1, as
-    :func:`~transformer_core.analysis.ablation_smollm2.ablation_effect` gives ``"intact"``.
+    :func:`~transformer_core.analysis.ablation.next_token.ablation_effect` gives ``"intact"``.
 
     Raises:
         ValueError: the model's tokenizer splits a target into several tokens.
     """
-    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT, TARGETS, target_ids
+    from transformer_core.analysis.ablation.next_token import IOI_PROMPT, TARGETS, target_ids
     from transformer_core.analysis.predictions import softmax_t
 
     _net, tokenizer = model(choice)
@@ -143,8 +143,8 @@ def ioi_intact(choice: Choice) -> dict:
 
 @memo("llm_summaries")
 def effect(choice: Choice, heads: tuple, mode: str, reference: str) -> dict:
-    """:func:`~transformer_core.analysis.ablation_smollm2.ablation_effect` on the IOI prompt."""
-    from transformer_core.analysis.ablation_smollm2 import ablation_effect
+    """:func:`~transformer_core.analysis.ablation.next_token.ablation_effect` on the IOI prompt."""
+    from transformer_core.analysis.ablation.next_token import ablation_effect
 
     decoder = face(choice)
     return ablation_effect(heads=heads, mode=mode, reference=reference,
@@ -153,10 +153,10 @@ def effect(choice: Choice, heads: tuple, mode: str, reference: str) -> dict:
 
 @memo("fixed_inputs", key=lambda choice, mode, reference, progress=None: (choice, mode, reference))
 def ranked(choice: Choice, mode: str, reference: str, progress=None) -> dict:
-    """:func:`~transformer_core.analysis.ablation_smollm2.rank_heads` on the IOI prompt (one batched pass per layer,
+    """:func:`~transformer_core.analysis.ablation.next_token.rank_heads` on the IOI prompt (one batched pass per layer,
     each from the ablated layer on; ~9 s of one core on SmolLM2). The prompt is fixed, so a ranking is kept an hour
     for everyone."""
-    from transformer_core.analysis.ablation_smollm2 import rank_heads
+    from transformer_core.analysis.ablation.next_token import rank_heads
 
     decoder = face(choice)
     return rank_heads(mode=mode, reference=reference, progress=progress,
@@ -167,7 +167,7 @@ def ranked(choice: Choice, mode: str, reference: str, progress=None) -> dict:
 def ioi_last_rows(choice: Choice) -> dict:
     """The IOI prompt's readable tokens and the last position's attention weights in every head:
     ``{"tokens", "rows": [layer, head, key_pos]}``."""
-    from transformer_core.analysis.ablation_smollm2 import IOI_PROMPT
+    from transformer_core.analysis.ablation.next_token import IOI_PROMPT
     from transformer_core.models.smollm2_trace import run_smollm2
 
     face(choice)
