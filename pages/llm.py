@@ -8,7 +8,7 @@ nav.enter_through_app()  # a fresh server's first visitor by deep link: straight
 
 import streamlit as st
 
-from transformer_core.models.checkpoint import CheckpointError
+from transformer_core.models.checkpoint import CheckpointError, CheckpointTooLarge
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from transformer_core.models.smollm2 import control_texts
 from transformer_core.text.tokenize import visible_bidi, visible_controls
@@ -72,6 +72,12 @@ if not prompt.strip():
 
 try:
     summary = llm.summary(choice, prompt)
+except CheckpointTooLarge as err:  # refused before reading it: loading it would kill this replica
+    st.error(_("The model “{model}” is too large for this server: its weights need about {need} GB of memory, and "
+               "{free} GB is free for them. Pick another model above, or ask the server's operator.").format(
+        model=plain(choice.label), need=f"{err.need / 2**30:.1f}", free=f"{max(err.allowed, 0) / 2**30:.1f}"),
+        icon=":material/memory:")
+    st.stop()
 except CheckpointError as err:  # the operator's path: the student cannot fix it, but sees which model and why
     st.error(_("The model “{model}” that this server lists cannot be read, so this page cannot run it. Pick another "
                "model above, or ask the server's operator.").format(model=plain(choice.label)), icon=":material/block:")

@@ -101,3 +101,30 @@ def test_the_secret_lists_the_models_when_the_variable_is_unset(monkeypatch, tin
     assert at.title[0].value == "A real language model: From the secret"
     with pytest.raises(KeyError):
         at.selectbox(key="llm_model")
+
+
+def test_float32_bytes_is_the_loaded_weights_size_read_from_the_config_alone(tiny_checkpoints):
+    from transformer_core.models.checkpoint import float32_bytes
+
+    for arch in ("qwen2", "llama"):  # tied and untied embeddings
+        folder, hf = tiny_checkpoints[arch]
+        assert float32_bytes(folder) == 4 * sum(p.numel() for p in hf.parameters()), arch
+
+
+def test_a_checkpoint_that_would_not_fit_in_memory_is_refused_before_it_is_read(monkeypatch, tiny_checkpoints,
+                                                                                 tmp_path):
+    import shutil
+
+    from transformer_core import models
+    from ui.shell import heavy
+
+    folder = tmp_path / "fresh"  # a checkpoint no other test loaded in this process
+    shutil.copytree(tiny_checkpoints["qwen2"][0], folder)
+    # the replica's limit leaves no room beside what this process holds and the small runs' headroom
+    monkeypatch.setenv("AE_MEMORY_LIMIT_MB", str((heavy.resident_bytes() + heavy.HEADROOM) // 2**20))
+    at = _open(monkeypatch, f"Big={folder};Other=/no/such")
+    assert any("“Big” is too large for this server" in e.value for e in at.error), [e.value for e in at.error]
+    assert not models.is_held(folder)
+    monkeypatch.delenv("AE_MEMORY_LIMIT_MB")  # with room, the same model runs
+    at.text_area(key="llm_prompt").set_value("The cat sat").run()
+    assert not at.exception and not at.error and models.is_held(folder)

@@ -11,7 +11,7 @@ May import ``text``, ``nn`` and ``records``; never plotly or Streamlit.
 """
 from __future__ import annotations
 
-import functools
+import collections
 import threading
 from pathlib import Path
 
@@ -26,28 +26,43 @@ def available() -> tuple[str, ...]:
     return NAMES
 
 
-@functools.lru_cache(maxsize=2)
-def _checkpoint(path: str, stamp: float):
-    from .checkpoint import load_checkpoint
-
-    return load_checkpoint(path)
+KEPT = 2  # local checkpoints held at once per process (the least recently used is dropped for a third)
+_kept: collections.OrderedDict = collections.OrderedDict()  # (path, mtime) → Checkpoint, most recent last
 
 
-def load_local(path) -> Decoder:
-    """A local checkpoint's face, read once per process while the file or folder is unchanged (two kept).
+def load_local(path, *, max_bytes: int | None = None) -> Decoder:
+    """A local checkpoint's face, read once per process while the file or folder is unchanged (:data:`KEPT` kept).
+
+    ``max_bytes``: refuse to read a checkpoint not yet held whose float32 weights
+    (:func:`~transformer_core.models.checkpoint.float32_bytes`) exceed it.
 
     Raises:
-        CheckpointError: see :func:`~transformer_core.models.checkpoint.load_checkpoint`.
+        CheckpointError: see :func:`~transformer_core.models.checkpoint.load_checkpoint`; CheckpointTooLarge (one)
+            over ``max_bytes``.
     """
-    from .checkpoint import SUPPORTED, CheckpointError
+    from .checkpoint import SUPPORTED, CheckpointError, CheckpointTooLarge, float32_bytes, load_checkpoint
 
     resolved = Path(path).expanduser().resolve()
     try:
-        stamp = resolved.stat().st_mtime
+        key = (str(resolved), resolved.stat().st_mtime)
     except OSError:
         raise CheckpointError(f"{path} does not exist: expected {SUPPORTED}") from None
     with _LOCK:
-        return Decoder(_checkpoint(str(resolved), stamp))
+        if key not in _kept:
+            if max_bytes is not None and (need := float32_bytes(resolved)) > max_bytes:
+                raise CheckpointTooLarge(resolved, need, max_bytes)
+            _kept[key] = load_checkpoint(resolved)
+            while len(_kept) > KEPT:
+                _kept.popitem(last=False)
+        _kept.move_to_end(key)
+        return Decoder(_kept[key])
+
+
+def is_held(path) -> bool:
+    """Whether the local checkpoint at ``path`` is in memory now (loading it costs nothing more)."""
+    resolved = Path(path).expanduser().resolve()
+    with _LOCK:
+        return any(p == str(resolved) for p, _stamp in _kept)
 
 
 def load(name_or_path, *, step: int | None = None, **options) -> Model:

@@ -40,6 +40,16 @@ class CheckpointError(ValueError):
     names the file or the option, and what is supported."""
 
 
+class CheckpointTooLarge(CheckpointError):
+    """A checkpoint whose float32 weights (``need`` bytes) do not fit in the memory allowed for it (``allowed``
+    bytes): refused before anything is read, so a server does not die of it."""
+
+    def __init__(self, path, need: int, allowed: int) -> None:
+        super().__init__(f"{Path(path).name} needs about {need / 2**30:.1f} GiB as float32 weights; "
+                         f"{max(allowed, 0) / 2**30:.1f} GiB is free for it here")
+        self.need, self.allowed = need, allowed
+
+
 @dataclass
 class Checkpoint:
     """A loaded checkpoint: ``model`` (:class:`~transformer_core.models.smollm2.SmolLM2`, the LLaMA decoder),
@@ -279,6 +289,35 @@ def load_gguf(path) -> Checkpoint:
         raise CheckpointError(f"{path.name}: {err}") from None
     model.eos_id, model.bos_id = fields["eos_id"], fields["bos_id"]
     return Checkpoint(model, tokenizer, "gguf:llama", path, add_special_tokens=False)
+
+
+def float32_bytes(path) -> int:
+    """Bytes the checkpoint at ``path`` takes in memory once loaded (every weight as float32), read from its
+    ``config.json`` or its GGUF tensor table only: no weight is read. A file's own size says less (bfloat16 halves
+    it, a quantised GGUF holds 4–8 bits a weight).
+
+    Raises:
+        CheckpointError: as :func:`load_checkpoint` for a path that holds nothing we read.
+    """
+    import math
+
+    path = Path(path).expanduser()
+    if path.is_dir():
+        _arch, config = config_from_hf(_read_json(path / "config.json"))
+        with torch.device("meta"):  # the shapes only, no memory
+            model = SmolLM2(config)
+        return 4 * sum(p.numel() for p in model.parameters())
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        import gguf
+
+        from .gguf_header import read_header
+
+        try:
+            _fields, tensors = read_header(path, gguf.constants.GGML_QUANT_SIZES)
+        except (OSError, ValueError) as err:
+            raise CheckpointError(f"{path.name} cannot be read as GGUF: {err} (supported: {SUPPORTED})") from None
+        return 4 * sum(math.prod(t.dims) for t in tensors)
+    raise CheckpointError(f"{path} is neither a folder nor a .gguf file: expected {SUPPORTED}")
 
 
 def load_checkpoint(path) -> Checkpoint:

@@ -39,13 +39,20 @@ def face(choice: Choice = DEFAULT):
 
     Raises:
         SmolLM2Unavailable: SmolLM2 is chosen and not installed. CheckpointError: the operator's path holds no
-            checkpoint we read (the message says what is supported).
+            checkpoint we read (the message says what is supported). CheckpointTooLarge: its float32 weights do
+            not fit in this replica's free memory (:func:`ui.shell.heavy.memory_limit`); nothing was read.
     """
     from transformer_core import models
 
+    from ..shell import heavy
     from ..shell.diagnostics import count_forwards
 
-    decoder = models.load(choice.source)
+    if choice.is_smollm2 or models.is_held(choice.source):
+        decoder = models.load(choice.source)
+    else:  # a checkpoint read now must fit beside what this replica holds, or the replica would be killed
+        limit = heavy.memory_limit()
+        room = None if limit is None else limit - heavy.resident_bytes() - heavy.HEADROOM
+        decoder = models.load_local(choice.source, max_bytes=room)
     count_forwards(decoder.module, "smollm2" if choice.is_smollm2 else "llm")
     return decoder
 
