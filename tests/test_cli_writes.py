@@ -21,7 +21,9 @@ def _smollm2(smollm2_or_skip):
 
 def export_json(capsys, *args) -> dict:
     assert main(["--model", "smollm2", "--text", IOI, "--format", "json", "--out", "-", *args]) == 0
-    return json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    assert text.endswith("}\n"), text[-20:]  # one newline at the end, as every JSON the command writes
+    return json.loads(text)
 
 
 def test_dla_json_holds_the_attribution_and_sums_to_the_logit_difference(capsys):

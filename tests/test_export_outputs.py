@@ -55,6 +55,17 @@ def test_dash_writes_to_standard_output(tmp_path, fmt):
         assert done.stdout.startswith("<!DOCTYPE html>")
 
 
+def test_every_json_ends_with_one_newline(tmp_path, capsys):
+    """A trace and a view across layers, to a file and to standard output (the SmolLM2 views: test_cli_writes)."""
+    for args in ([], ["--view", "rollout"]):
+        assert main(["--text", "the cat", "--format", "json", "--out", str(tmp_path / "t.json"), *args]) == 0
+        raw = (tmp_path / "t.json").read_bytes()
+        assert raw.endswith(b"}\n") and not raw.endswith(b"\n\n"), raw[-20:]
+        capsys.readouterr()  # the written path
+        assert main(["--text", "the cat", "--format", "json", "--out", "-", *args]) == 0
+        assert capsys.readouterr().out.encode() == raw
+
+
 def test_a_csv_file_starts_with_a_byte_order_mark_for_excel(tmp_path):
     """Excel reads a CSV without the mark in the system's code page (GBK on a Chinese Windows): 猫 would be garbled."""
     out = tmp_path / "w.csv"

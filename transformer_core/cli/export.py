@@ -161,12 +161,15 @@ def write_output(path: Path, data: str | bytes, fmt: str = "") -> None:
     The bytes go to a temporary file beside ``path``, which then replaces it in one step (``os.replace``), so
     a failure (a full disk) leaves an existing file as it was. A symbolic link is written through. A CSV file
     (``fmt="csv"``, whatever its extension) starts with a UTF-8 byte-order mark (``serialize.csv_file``);
-    standard output gets none.
+    standard output gets none. JSON ends with a newline, as a text file does (``cat`` then leaves the shell's
+    prompt on a line of its own, and ``wc -l`` counts its line), file or standard output, whichever view made it.
 
     Raises:
         OSError: the file cannot be written (the message names it and says why).
     """
     check_image(data, fmt)
+    if fmt == "json" and isinstance(data, str) and not data.endswith("\n"):
+        data += "\n"
     if str(path) == STDOUT:  # the text formats only (resolve_output)
         if _stdout_closed():
             raise OSError(_("cannot write to standard output: it is closed"))
