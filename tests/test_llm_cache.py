@@ -177,7 +177,7 @@ def test_capturing_one_layer_leaves_the_others_on_the_fast_path(smollm2):
 
 
 def test_streamed_generation_is_generate_step_by_step(smollm2):
-    from transformer_core.analysis.smollm2_generate import generate, stream
+    from transformer_core.analysis.generation import generate, stream
     from transformer_core.models.smollm2 import encode
 
     ids = encode(IOI)[0]
@@ -195,7 +195,7 @@ def test_streamed_generation_is_generate_step_by_step(smollm2):
 
 
 def test_generate_on_the_page_streams_and_tables_the_same_steps(smollm2):
-    from transformer_core.analysis.smollm2_generate import generate
+    from transformer_core.analysis.generation import generate
 
     at = new_app(prompt=IOI, n_new="4")
     at.switch_page("pages/llm.py")
