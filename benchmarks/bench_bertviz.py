@@ -41,7 +41,7 @@ at 128 tokens (MiniLM at 512, its own limit; 4000 characters): the "shown" colum
 Usage::
 
     python benchmarks/bench_bertviz.py                  # 16, 128, 512 tokens, median of 3, 60 s timeout
-    python benchmarks/bench_bertviz.py --quick          # CI: 16 tokens, 1 repeat, 20 s timeout
+    python benchmarks/bench_bertviz.py --quick          # CI: the toy model, 16 tokens, 1 repeat, no warm-up visit
     python benchmarks/bench_bertviz.py --sizes 16 128 --repeats 5 --timeout 120
 
 Prints a markdown table of medians in seconds.
@@ -415,12 +415,13 @@ def loadavg() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="CI: 16 tokens only, 1 repeat, 20 s timeout")
+    parser.add_argument("--quick", action="store_true", help="CI (checks that it runs): the toy model unless --models "
+                                                             "says, 16 tokens, 1 repeat, 20 s timeout, no warm-up visit")
     parser.add_argument("--repeats", type=positive, default=None, help="timed runs per cell (default 3)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds before a view counts as not drawn "
                                                                     "(default 60)")
     parser.add_argument("--sizes", type=token_count, nargs="+", default=None, help="token counts (default 16 128 512)")
-    parser.add_argument("--models", nargs="+", choices=list(OUR_PAGES), default=list(OUR_PAGES))
+    parser.add_argument("--models", nargs="+", choices=list(OUR_PAGES), default=None, help="default: both (--quick: toy)")
     parser.add_argument("--quiet-ms", type=float, default=750, help="our page counts as settled after this "
                                                                      "long without a chart change")
     args = parser.parse_args(argv)
@@ -429,6 +430,8 @@ def main(argv: list[str] | None = None) -> None:
     repeats = args.repeats or (1 if args.quick else 3)
     timeout = args.timeout or (20.0 if args.quick else 60.0)
     sizes = args.sizes or ((16,) if args.quick else SIZES)
+    # --quick exercises every step once on the cheaper page (no MiniLM load in the server)
+    args.models = args.models or (["toy"] if args.quick else list(OUR_PAGES))
     load_start = loadavg()
     import bertviz  # noqa: F401
     import streamlit
@@ -442,7 +445,7 @@ def main(argv: list[str] | None = None) -> None:
         ours_ctx = chromium.new_context(viewport=VIEWPORT)
         viz_ctx = chromium.new_context(viewport=VIEWPORT)
         # fresh server: the first visit leaves the legacy navigation and loads MiniLM; also fills the browser cache
-        for model in args.models:
+        for model in [] if args.quick else args.models:  # --quick: the cold visit below loads what it needs
             page = ours_ctx.new_page()
             measure_page(page, app + OUR_PAGES[model], timeout_s=300, quiet_ms=args.quiet_ms)
             page.close()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import random
 import re
@@ -79,12 +80,16 @@ def app_text() -> str:
     return text + (ROOT / "app.py").read_text().lower()
 
 
-MARKERS = marker_words()
+@functools.cache
+def markers() -> list[str]:
+    """:func:`marker_words`, found once, when first needed: not on import (a second of reading and searching the app's
+    text that an argument error or ``any_of`` alone do not need)."""
+    return marker_words()
 
 
 def marker(rng: random.Random, taken: set[str] | None = None, words: list[str] | None = None) -> str:
-    """A word no other session has (``taken``), from ``words`` (default: :data:`MARKERS`)."""
-    if (words := words or MARKERS):
+    """A word no other session has (``taken``), from ``words`` (default: :func:`markers`)."""
+    if (words := words or markers()):
         while (w := rng.choice(words)) in (taken or set()):
             pass
         return w
@@ -233,7 +238,7 @@ async def run_class(url: str, n: int, duration: float, think, ramp: float, pids:
                     only: tuple[str, ...] = (), after: float = 0, life: float = 0, seat=None,
                     stats: Stats | None = None, words: list[str] | None = None):
     """``n`` seats of ``seat`` (default :func:`student`, the explorer's mix) with marker words from ``words``
-    (default :data:`MARKERS`), counted into ``stats``; returns ``(stats, replica CPU s, RSS samples, wall s)``."""
+    (default :func:`markers`), counted into ``stats``; returns ``(stats, replica CPU s, RSS samples, wall s)``."""
     seat = seat or student
     rng = random.Random(seed)
     markers: list[str] = []
@@ -296,8 +301,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.think[0] > args.think[1]:
         ap.error(f"--think: MIN {args.think[0]:g} is more than MAX {args.think[1]:g}")
-    if MARKERS and max(args.sessions) > len(MARKERS):  # each session needs a word of its own
-        ap.error(f"--sessions: at most {len(MARKERS)} (one marker word each), got {max(args.sessions)}")
+    if markers() and max(args.sessions) > len(markers()):  # each session needs a word of its own
+        ap.error(f"--sessions: at most {len(markers())} (one marker word each), got {max(args.sessions)}")
     rows = []
     for replicas in ([0] if args.url else args.replicas):
         ctx = run_local.cluster(replicas) if not args.url else None

@@ -3,7 +3,7 @@ R Streamlit replicas, with think times.
 
     python benchmarks/load_llm.py                                     # 30 students, 2 replicas, 150 s
     python benchmarks/load_llm.py --sessions 8 --replicas 1 --duration 120
-    python benchmarks/load_llm.py --quick                             # CI's smoke: 2 students, 1 replica, 20 s
+    python benchmarks/load_llm.py --quick                             # CI's smoke: 2 students, 1 replica, 10 s
 
 Every student is a browser speaking Streamlit's websocket protocol (benchmarks/st_session.py), opened as in
 benchmarks/load_class.py (GET /, nginx's route cookie, the websocket). Their cycle, one action every 3–6 s
@@ -271,10 +271,12 @@ def main() -> None:
     ap.add_argument("--think", type=seconds, nargs=2, default=(3.0, 6.0), metavar=("MIN", "MAX"))
     ap.add_argument("--solo", type=int, default=3, help="cycles of one student alone, for the CPU per action (0: none)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--quick", action="store_true", help="CI's smoke: 2 students, 1 replica, 20 s, two solo cycles")
+    ap.add_argument("--quick", action="store_true", help="CI's smoke: 2 students, 1 replica, 10 s, two solo cycles")
     args = ap.parse_args()
     if args.quick:
-        args.sessions, args.replicas, args.duration, args.ramp, args.think, args.solo = [2], [1], 20, 1, (1, 2), 2
+        # the two solo cycles run every action alone (the first opens, the second types a new prompt); the class
+        # only has to show that students side by side see no error and no leak
+        args.sessions, args.replicas, args.duration, args.ramp, args.think, args.solo = [2], [1], 10, 1, (1, 2), 2
     if args.think[0] > args.think[1]:
         ap.error(f"--think: MIN {args.think[0]:g} is more than MAX {args.think[1]:g}")
     if args.solo < 0:

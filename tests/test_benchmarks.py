@@ -1,47 +1,27 @@
-"""The benchmark scripts run (CI checks only that; the figures themselves are in the README)."""
+"""The benchmark scripts that run their models in their own process run (CI checks only that; the figures are in
+docs/benchmarks.md); the scripts' argument checks. The browser's and the servers' benchmarks are in
+tests/test_benchmarks_browser.py and tests/test_benchmarks_servers.py (tests/bench_runs.py says why)."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from bench_runs import BENCHMARKS, BROWSER, IN_PROCESS, SERVERS, run_quick
+
 ROOT = Path(__file__).resolve().parent.parent
-# these need more than the others (bertviz, npm's packages): each says what it misses, and its test skips
-OWN_CHECK = [ROOT / "benchmarks" / name for name in ("bench_bertviz.py", "bench_chart_floor.py")]
-SCRIPTS = sorted(s for s in (ROOT / "benchmarks").glob("bench_*.py") if s not in OWN_CHECK)
 
 
-def run_quick(script: Path) -> None:
-    result = subprocess.run([sys.executable, str(script), "--quick"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=1800)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "|" in result.stdout  # printed its table
-    print(result.stdout)
+def test_every_benchmark_is_run_by_one_smoke_test():
+    listed = IN_PROCESS + BROWSER + SERVERS
+    assert sorted(listed) == sorted(p.name for p in BENCHMARKS.glob("bench_*.py")), "add it to tests/bench_runs.py"
+    assert len(set(listed)) == len(listed)
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=[s.name for s in SCRIPTS])
+@pytest.mark.parametrize("script", IN_PROCESS)
 def test_benchmark_runs_quick(script):
-    run_quick(script)
-
-
-def _missing(script: Path) -> str | None:
-    """The benchmark's own check: Chromium, playwright, bertviz, npm (unless its scripts are cached)."""
-    if str(script.parent) not in sys.path:  # its imports of the scripts beside it (cli_args), as when run
-        sys.path.insert(0, str(script.parent))
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.missing()
-
-
-@pytest.mark.browser
-@pytest.mark.parametrize("script", OWN_CHECK, ids=[s.name for s in OWN_CHECK])
-def test_benchmark_with_its_own_needs_runs_quick(script):
-    if (reason := _missing(script)):
-        pytest.skip(f"{script.name} cannot run: {reason}")
     run_quick(script)
 
 
@@ -51,54 +31,6 @@ def test_rerun_cpu_runs():
     assert result.returncode == 0, result.stderr[-3000:]
     assert "| explorer: toggle causal mask |" in result.stdout and "!" not in result.stdout
     print(result.stdout)
-
-
-def test_load_class_runs_with_churn_and_no_errors():
-    """A tiny class through nginx: 3 seats, sessions replaced every ~4 s, memory read after they leave."""
-    sys.path.insert(0, str(ROOT / "deploy"))
-    import run_local
-
-    if run_local.nginx_binary() is None:
-        pytest.skip("nginx is not installed (Debian: apt-get install -y nginx)")
-    result = subprocess.run([sys.executable, "benchmarks/load_class.py", "--sessions", "3", "--replicas", "1",
-                             "--duration", "12", "--ramp", "1", "--think", "1", "2", "--life", "4", "--after", "2"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "errors 0, leaks 0" in result.stdout, result.stdout[-3000:]
-    opened = int(result.stdout.split("sessions at once (")[1].split(" in all")[0])
-    assert opened > 3  # seats were re-used by new sessions
-    print(result.stdout)
-
-
-def test_load_llm_runs_a_tiny_class_with_no_errors():
-    """The real-model pages under a tiny class through nginx (--quick: 2 students, 1 replica, 20 s): every action
-    runs, without an error or a leak. Skipped, saying why, without nginx or SmolLM2."""
-    script = ROOT / "benchmarks" / "load_llm.py"
-    if (reason := _missing(script)):
-        print(f"load_llm.py skipped: {reason}")
-        pytest.skip(f"load_llm.py cannot run: {reason}")
-    result = subprocess.run([sys.executable, str(script), "--quick"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    # the student alone does every action of a cycle (Generate and the /modern tabs too); the class, what 20 s allow
-    assert "alone, 2 cycle(s): errors 0" in result.stdout, result.stdout[-3000:]
-    assert "errors 0, leaks 0" in result.stdout, result.stdout[-3000:]
-    for action in ("open", "tile"):
-        row = next(line for line in result.stdout.splitlines() if line.startswith(f"| {action} |"))
-        assert int(row.split("|")[2]) > 0, row
-    print(result.stdout)
-
-
-def test_the_load_test_sees_a_leak_in_one_pass():
-    """Every other session's word is searched for in one pattern: whole words only (a WordPiece "##" piece or a
-    longer word is not the marker)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from load_class import any_of
-
-    others = any_of([b"lantern", b"harbour", b"quiver"])
-    assert others.findall(b'"lantern" and harbours, ##quiver') == [b"lantern"]
-    assert others.findall(b"quiver.lantern") == [b"quiver", b"lantern"]
-    assert others.findall(b"nothing here") == [] and any_of([]) is None
 
 
 @pytest.mark.parametrize("script, argv, said", [
