@@ -63,7 +63,8 @@ STEPS_ANCHOR = "#ae-steps-"
 
 def steps_link(key_prefix: str) -> str:
     """Markdown: a link that scrolls to the steps of the panel :func:`show` draws with ``key_prefix``."""
-    return "[" + _("every step below ↓") + f"]({STEPS_ANCHOR}{key_prefix})"
+    words = _("every step below ↓").replace(" ", "\u00a0")  # wraps as one piece, never a lone ↓ on a line
+    return f"[{words}]({STEPS_ANCHOR}{key_prefix})"
 
 
 def first_line(trace: Trace, *, batch: int, layer: int, head: int, query: int, key: int, outlined: bool = True,
