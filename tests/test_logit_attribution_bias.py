@@ -127,3 +127,18 @@ def test_the_export_commands_dla_view_carries_the_bias_term(tiny_checkpoints, ca
     frame = pd.read_csv(out, index_col=0)
     assert list(frame.columns)[-2:] == ["MLP", "attention output bias"]
     np.testing.assert_allclose(frame["attention output bias"], dla["bias_layers"], rtol=1e-6, atol=1e-9)
+
+
+def test_the_routes_decomposition_check_counts_the_output_bias(tiny_checkpoints):
+    """The routes leave b_O out of their parts (as the LLM Transparency Tool), but their own check, that the parts,
+    the residual and b_O rebuild the stream after attention, holds with it (it was off by |b_O| on this checkpoint)."""
+    from transformer_core.analysis.routes import decoder_tables
+    from transformer_core.models import load
+    from transformer_core.models.smollm2_trace import run_smollm2
+
+    folder, hf = tiny_checkpoints["llama"]
+    face = load(folder)
+    _trace, prediction = run_smollm2(tc.TEXT, residuals=True, only=lambda n: False, checkpoint=face.checkpoint)
+    tables = decoder_tables(face.module, prediction["stream"], face.checkpoint)
+    assert tables["gap"] < 1e-4
+    assert max(float(b.self_attn.o_proj.bias.abs().max()) for b in hf.model.layers) > 0.1  # the bias is not small

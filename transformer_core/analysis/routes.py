@@ -5,7 +5,9 @@ Transparency Tool (Meta, 2024) draws them. A block of a pre-norm decoder adds to
 
 * its attention: at query position ``i`` the stream after attention is ``resid_mid[i] = resid_pre[i] + Σ_{h, j}
   c[h, i, j]``, where ``c[h, i, j] = weights[h, i, j] · (v[h, j] · W_O[:, h·d_head:(h+1)·d_head]ᵀ)`` is what head
-  ``h`` moves from token ``j`` (no bias in W_O, so the sum is exact);
+  ``h`` moves from token ``j`` (exact without a bias in W_O; a checkpoint with ``attention_bias`` adds ``b_O`` too,
+  which, as in the tool, whose ``decomposed_attn`` holds the heads' moves only, is not a part: it is in the sum the
+  parts are measured against, and in the ``gap`` check of :func:`contribution_tables`);
 * its MLP: ``resid_post[i] = resid_mid[i] + mlp_out[i]``.
 
 The *contribution* of a part ``c`` to the sum ``y`` it belongs to is its proximity ``max(0, ‖y‖₁ − ‖y − c‖₁)``,
@@ -181,15 +183,16 @@ def edge_rows(graph: nx.DiGraph) -> list[dict]:
     return rows
 
 
-def contribution_tables(n_layers: int, block, w_o, stream: np.ndarray) -> dict:
+def contribution_tables(n_layers: int, block, w_o, stream: np.ndarray, b_o=None) -> dict:
     """Every block's contributions, for :func:`route_graph`, from a model's per-block stages.
 
     ``stream`` float32 ``[n_layers + 1, pos, d_model]``: the residual stream entering each block, then the one the
     final norm reads. ``block(layer)`` returns that block's ``(weights [head, q, k], values [head, k, d_head],
     resid_mid [q, d_model], mlp_out [q, d_model])``; ``w_o(layer)`` its output projection ``[d_model, head ·
-    d_head]``. Returns ``{"attn": float32 [layer, q, k, head], "attn_residual", "mlp", "mlp_residual": [layer, q],
-    "gap": the largest |resid_pre + Σ parts − resid_mid| and |resid_mid + mlp_out − resid_post| seen}`` (the
-    decomposition's own check: a few 1e-5 in float32).
+    d_head]``; ``b_o(layer)`` its bias ``[d_model]`` or ``None`` (``b_o=None``: no layer has one). Returns ``{"attn":
+    float32 [layer, q, k, head], "attn_residual", "mlp", "mlp_residual": [layer, q], "gap": the largest
+    |resid_pre + Σ parts + b_O − resid_mid| and |resid_mid + mlp_out − resid_post| seen}`` (the decomposition's own
+    check: a few 1e-5 in float32).
     """
     n = stream.shape[1]
     attn, attn_res = None, np.zeros((n_layers, n), np.float32)
@@ -201,6 +204,9 @@ def contribution_tables(n_layers: int, block, w_o, stream: np.ndarray) -> dict:
         if attn is None:
             attn = np.zeros((n_layers, n, n, weights.shape[0]), np.float32)
         moved = torch.einsum("hqk,hkm->qm", torch.as_tensor(np.array(weights, np.float32)), writes).numpy()
+        bias = None if b_o is None else b_o(layer)
+        if bias is not None:
+            moved = moved + np.asarray(bias, np.float32)
         gap = max(gap, float(np.abs(stream[layer] + moved - mid).max()),
                   float(np.abs(mid + out - stream[layer + 1]).max()))
         attn[layer], attn_res[layer] = attention_contributions(weights, writes, stream[layer], mid)
@@ -213,5 +219,9 @@ def decoder_tables(model, stream: np.ndarray, checkpoint=None) -> dict:
     the residual stream a run kept (``run_smollm2(residuals=True)["stream"]``): each block recomputed once alone."""
     from ..models.smollm2_trace import route_block
 
+    def b_o(layer):
+        bias = model.layers[layer].attention.W_O.bias
+        return None if bias is None else bias.detach().numpy()
+
     return contribution_tables(stream.shape[0] - 1, lambda layer: route_block(stream[layer], layer, checkpoint),
-                               lambda layer: model.layers[layer].attention.W_O.weight.detach().numpy(), stream)
+                               lambda layer: model.layers[layer].attention.W_O.weight.detach().numpy(), stream, b_o)
