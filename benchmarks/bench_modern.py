@@ -12,7 +12,8 @@ the plain computation.
 Usage::
 
     python benchmarks/bench_modern.py            # 20 timed runs per cell
-    python benchmarks/bench_modern.py --quick    # CI: 3 timed runs, SmolLM2 skipped when its package is missing
+    python benchmarks/bench_modern.py --quick    # CI: the shortest length of each table, 1 timed run, no warm-up;
+                                                 # SmolLM2 skipped when its package is missing
 
 Prints markdown tables of medians (milliseconds) and ratios of medians.
 """
@@ -54,7 +55,7 @@ def median_ms(fns: list, repeats: int, warmup: int = 1) -> list[float]:
     return [statistics.median(t) for t in times]
 
 
-def kv_cache_table(repeats: int) -> list[str]:
+def kv_cache_table(repeats: int, lengths=CACHE_LENGTHS, warmup: int = 1) -> list[str]:
     from transformer_core.models.gguf_weights import SmolLM2Unavailable
     from transformer_core.models.smollm2 import load_smollm2
     from transformer_core.analysis.shared_kv import kv_bytes_per_token
@@ -67,7 +68,7 @@ def kv_cache_table(repeats: int) -> list[str]:
     lines = ["| cached tokens | cached step (ms) | whole prefix again (ms) | ratio | cache holds (bytes, float32) |",
              "|---:|---:|---:|---:|---:|"]
     generator = torch.Generator().manual_seed(0)
-    for n in CACHE_LENGTHS:
+    for n in lengths:
         ids = torch.randint(100, 40000, (1, n + 1), generator=generator)
         cache = KVCache(model.config.n_layers)
         with torch.no_grad():
@@ -84,16 +85,16 @@ def kv_cache_table(repeats: int) -> list[str]:
             def recompute():
                 return model(ids, last_only=True)
 
-            fast, slow = median_ms([cached_step, recompute], repeats)
+            fast, slow = median_ms([cached_step, recompute], repeats, warmup)
         lines.append(f"| {n} | {fast:.1f} | {slow:.1f} | {slow / fast:.1f}× | {held:,} |")
     return lines
 
 
-def online_table(repeats: int) -> list[str]:
+def online_table(repeats: int, lengths=HEAD_LENGTHS, warmup: int = 1) -> list[str]:
     lines = ["| tokens | plain (ms) | online softmax, 64×64 tiles (ms) | torch fused (ms) | online / plain | "
              "plain holds (bytes) | tiles hold (bytes) | tiles skipped |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     generator = torch.Generator().manual_seed(1)
-    for n in HEAD_LENGTHS:
+    for n in lengths:
         q, k, v = (torch.randn(n, D_HEAD, generator=generator) for _ in range(3))
         mask = causal_mask(n)
         result = online_attention(q, k, v, mask, block_q=BLOCK, block_k=BLOCK)
@@ -101,7 +102,7 @@ def online_table(repeats: int) -> list[str]:
         plain, tiled, fused = median_ms([
             lambda: plain_attention(q, k, v, mask),
             lambda: online_attention(q, k, v, mask, block_q=BLOCK, block_k=BLOCK),
-            lambda: F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True)], repeats)
+            lambda: F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True)], repeats, warmup)
         total = result.tiles_computed + result.tiles_skipped
         lines.append(f"| {n:,} | {plain:.2f} | {tiled:.2f} | {fused:.2f} | {tiled / plain:.1f}× | "
                      f"{plain_peak_bytes(n, n):,} | {tiled_peak_bytes(n, n, D_HEAD, BLOCK, BLOCK):,} | "
@@ -111,17 +112,19 @@ def online_table(repeats: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 timed runs per cell (CI)")
+    parser.add_argument("--quick", action="store_true", help="CI (checks that it runs): the shortest length of "
+                                                             "each table, 1 timed run, no warm-up")
     parser.add_argument("--repeats", type=positive, default=20, help="timed runs per cell (default 20)")
     parser.add_argument("--threads", type=positive, default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
-    repeats = 3 if args.quick else args.repeats
+    repeats = 1 if args.quick else args.repeats
+    warmup = 0 if args.quick else 1
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} thread(s), median of {repeats} runs\n")
     print("KV cache, SmolLM2-135M: the next token's logits\n")
-    print("\n".join(kv_cache_table(repeats)))
+    print("\n".join(kv_cache_table(repeats, CACHE_LENGTHS[:1] if args.quick else CACHE_LENGTHS, warmup)))
     print("\nOne head, d_head 64, causal mask: plain vs online softmax\n")
-    print("\n".join(online_table(repeats)))
+    print("\n".join(online_table(repeats, HEAD_LENGTHS[:1] if args.quick else HEAD_LENGTHS, warmup)))
 
 
 if __name__ == "__main__":
