@@ -2,7 +2,7 @@
 
     python benchmarks/bench_visit.py              # medians of 5, straight to one Streamlit server
     python benchmarks/bench_visit.py --nginx      # the class deployment: nginx (static files from disk) + 1 replica
-    python benchmarks/bench_visit.py --quick      # CI: one visit of two pages
+    python benchmarks/bench_visit.py --quick      # CI: one visit of one page, no warm-up visit
     python benchmarks/bench_visit.py --pages explorer,causal --compare /tmp/old   # before → after, interleaved
 
 Each visit is a new browser context (nothing cached, as a student's first click on the link) against a
@@ -198,7 +198,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=positive, default=5)
     parser.add_argument("--nginx", action="store_true", help="through deploy/run_local.py's nginx (1 replica)")
-    parser.add_argument("--quick", action="store_true", help="one visit of two pages (CI)")
+    parser.add_argument("--quick", action="store_true", help="CI (checks that it runs): one visit of one page, "
+                                                             "no warm-up visit")
     parser.add_argument("--pages", default="", help=f"comma-separated, of: {', '.join(PAGES)} (default: all)")
     parser.add_argument("--compare", type=Path, help="another checkout (direct, no nginx): visits alternate")
     parser.add_argument("--chunks", action="store_true", help="list each page's largest scripts (last visit)")
@@ -217,7 +218,7 @@ def main() -> int:
         return 2
     pages = {k: v for k, v in PAGES.items() if k in wanted} if wanted else PAGES
     if args.quick:
-        pages = dict(list(pages.items())[:2])
+        pages = dict(list(pages.items())[:1])
     repeats = 1 if args.quick else args.repeats
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     rows = []
@@ -233,7 +234,7 @@ def main() -> int:
             med = {k: statistics.median(r[k] for r in rs) for k in ("first", "js", "css", "js_files")}
             rows.append(("bare HTML", "one heatmap", {**med, "settled": med["first"], "received": 0, "sent": 0,
                                                       "ws_bytes": 0}, max(r["first"] for r in rs), rs[-1]))
-        for base in servers.values():  # warm: models loaded, caches filled
+        for base in [] if args.quick else servers.values():  # warm: models loaded, caches filled
             for path in pages.values():
                 visit(b, base + path)
         for name, path in pages.items():
