@@ -1,5 +1,6 @@
 """Shared pytest setup: make the repository root importable (``import transformer_core``)
 and the ``tests`` folder importable (``import seeds_reference``) whatever the working directory."""
+import os
 import pathlib
 import sys
 
@@ -9,6 +10,16 @@ for _path in (_TESTS.parent, _TESTS):
         sys.path.insert(0, str(_path))
 
 import pytest  # noqa: E402
+
+# One torch thread per test process and per process it starts (Streamlit servers, the CLI, benchmarks), unless the
+# caller chose: the README's command runs two workers on two cores beside servers and Chromium, and torch's intra-op
+# threads wait for each other by spinning when there are more threads than free cores. On the 2 shared cores, ten
+# SmolLM2 forwards of 32 tokens took 2.6 s of CPU with one thread and 27-30 s with two (6-9 times the wall time).
+# Results do not depend on it beyond float rounding (tests compare with tolerances); deploy/run_local.py's replicas
+# set the same.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if "torch" in sys.modules:  # imported before this file (a plugin): the variable above came too late for it
+    sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 @pytest.fixture(scope="module")
