@@ -25,7 +25,7 @@ IN_PROCESS = ["bench_ablation.py", "bench_minilm.py", "bench_modern.py", "bench_
               "bench_reference_memory.py", "bench_smollm2.py"]
 BROWSER = ["bench_bertviz.py", "bench_chart_floor.py", "bench_click_floor.py", "bench_click_profile.py",
            "bench_clicks.py", "bench_explorer.py", "bench_moves.py", "bench_visit.py"]
-SERVERS = ["bench_long_actions.py", "bench_memory.py"]
+SERVERS = ["bench_first_open.py", "bench_long_actions.py", "bench_memory.py"]
 # these need more than the others (bertviz, npm's packages): each says what it misses, and its test skips
 OWN_CHECK = ["bench_bertviz.py", "bench_chart_floor.py"]
 # one torch thread, as tests/conftest.py sets for every test process (OMP_NUM_THREADS): these set their own count
