@@ -288,6 +288,19 @@ def test_the_answer_says_outlined_only_where_the_focused_heatmap_frames_the_cell
 
 @pytest.mark.parametrize("word, opened", [("yes", True), ("True", True), (" on", True), ("no", False),
                                           ("OFF", False), ("false", False)])
+def test_the_on_off_words_read_the_same_for_causal_and_for_every_other_choice(word, opened):
+    """The two readers of an on/off URL word: the sidebar's settings (?causal=) and bind_url's (the lazy boxes, ?all=).
+    The page itself is run below for one word each way (three runs per word)."""
+    from ui.shell.controls import parse_query_params
+    from ui.shell.url import BOOL_ALIASES, match
+
+    values, notes = parse_query_params({"causal": word})
+    assert values["causal"] is opened and not notes
+    assert match(word, [True, False], aliases=BOOL_ALIASES) is opened
+    assert match(word, [False, True], aliases=BOOL_ALIASES) is opened
+
+
+@pytest.mark.parametrize("word, opened", [(" on", True), ("OFF", False)])  # a space, a case: the six words above
 def test_a_lazy_box_accepts_the_words_causal_accepts_and_writes_1_or_0(word, opened):
     causal = run(text="the cat saw the cat", causal=word)
     assert not causal.warning and causal.query_params["causal"] == ("1" if opened else "0")
