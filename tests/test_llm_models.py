@@ -128,3 +128,14 @@ def test_a_checkpoint_that_would_not_fit_in_memory_is_refused_before_it_is_read(
     monkeypatch.delenv("AE_MEMORY_LIMIT_MB")  # with room, the same model runs
     at.text_area(key="llm_prompt").set_value("The cat sat").run()
     assert not at.exception and not at.error and models.is_held(folder)
+
+
+def test_on_a_checkpoint_with_output_biases_the_attribution_names_them_and_adds_up(monkeypatch, tiny_checkpoints):
+    import re
+
+    folder, _hf = tiny_checkpoints["llama"]  # attention_bias=True: o_proj has a bias in every layer
+    at = _open(monkeypatch, f"Tiny Llama={folder};SmolLM2=smollm2", model="Tiny Llama")
+    said = next(m.value for m in at.markdown if m.value.startswith("**The parts add up"))
+    assert "the attention output biases" in said, said
+    total, own = (float(x.replace("−", "-")) for x in re.findall(r"\*\*([+−-]?\d+\.\d{3})\*\*", said))
+    assert total == pytest.approx(own, abs=2e-3), said  # without the bias term the parts miss by tenths

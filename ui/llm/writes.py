@@ -80,9 +80,14 @@ def _attribution(choice: Choice, prompt: str, summary: dict, target: int, contra
     config = summary["config"]
     best = [divmod(int(i), config.n_heads) for i in order]
     with right:
-        st.markdown(_("**The parts add up to the answer.** Embeddings {e}, the {n_heads} heads {h}, the {n_layers} "
-                      "MLPs {m}: **{total}**, the model's own logit {kind} **{diff}**.").format(
-            n_heads=config.n_layers * config.n_heads, n_layers=config.n_layers,
+        # a checkpoint with output-projection biases (Llama's attention_bias) adds them in every layer: one term of
+        # their own, as TransformerLens's "bias" row, or the parts would not add up
+        said = (_("**The parts add up to the answer.** Embeddings {e}, the {n_heads} heads {h}, the {n_layers} MLPs "
+                  "{m}: **{total}**, the model's own logit {kind} **{diff}**.") if out.get("bias") is None else
+                _("**The parts add up to the answer.** Embeddings {e}, the {n_heads} heads {h}, the {n_layers} MLPs "
+                  "{m}, the attention output biases {b}: **{total}**, the model's own logit {kind} **{diff}**."))
+        st.markdown(said.format(
+            b=number(out.get("bias") or 0.0, "+.2f"), n_heads=config.n_layers * config.n_heads, n_layers=config.n_layers,
             e=number(out["embed"], "+.2f"), h=number(float(out["heads"].sum()), "+.2f"),
             m=number(float(out["mlps"].sum()), "+.2f"), total=number(out["total"], "+.3f"),
             kind=_("difference") if contrast is not None else _("value"), diff=number(out["logit_diff"], "+.3f")))
