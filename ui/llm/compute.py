@@ -121,9 +121,9 @@ def layer_trace(choice: Choice, prompt: str, layer: int) -> Trace:
 
 def generation_steps(choice: Choice, ids: tuple[int, ...], n_new: int, greedy: bool, temperature: float,
                      k: int | None, p: float | None, seed: int):
-    """:func:`~transformer_core.analysis.smollm2_generate.stream` with the KV cache after the prompt's ``ids`` (as
+    """:func:`~transformer_core.analysis.generation.stream` with the KV cache after the prompt's ``ids`` (as
     :func:`summary` encoded and cut them): each step's dict as soon as its token is chosen."""
-    from transformer_core.analysis.smollm2_generate import stream
+    from transformer_core.analysis.generation import stream
 
     decoder = face(choice)
     return stream(list(ids), n_new, greedy=greedy, temperature=temperature, k=k, p=p, seed=seed,
