@@ -36,7 +36,7 @@ if len(offered) > 1:  # the picker beside a shorter title: the first screen keep
     title.title(_("A real language model"))
 else:
     choice = offered[0]
-    st.title(_("A real language model: {model}").format(model=choice.label))
+    st.title(_("A real language model: {model}").format(model=plain(choice.label)))
 if choice.is_smollm2:
     st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder like today's chat models: 30 "
                  "layers, d_model = 576, 9 query heads sharing 3 key/value heads (d_head = 64), rotary positions, "

@@ -66,7 +66,7 @@ def section(choice: Choice, config: ModelConfig) -> None:
     st.caption(_("The indirect-object sentence of interpretability research (Wang et al. 2022): `{prompt}` → {model} "
                  "should say “Mary”, the name not repeated. Ablate heads — their context set to 0, or to its mean over "
                  "a reference set of prompts — and see what the next word becomes. The model is never changed: the "
-                 "ablation is private to this run.").format(prompt=IOI_PROMPT, model=choice.label))
+                 "ablation is private to this run.").format(prompt=IOI_PROMPT, model=plain(choice.label)))
     heads, mode = _controls(choice, config)
     reference = _reference(mode)
     try:

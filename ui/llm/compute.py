@@ -21,6 +21,7 @@ from transformer_core.records.trace import Trace
 
 from ..shell.cache import memo
 from ..shell.i18n import _
+from ..shell.markdown import plain
 from .catalog import DEFAULT, Choice
 
 MAX_LLM_TOKENS = 128  # the page's limit (memory: every stage of one layer at 128 tokens is ~3 MB on SmolLM2)
@@ -82,16 +83,22 @@ def summary(choice: Choice, prompt: str) -> dict:
     the last position's stream is the sum of (direct logit attribution)}``.
 
     Raises:
-        SmolLM2Unavailable, CheckpointError: as :func:`face`. ValueError: no token.
+        SmolLM2Unavailable, CheckpointError: as :func:`face`. ValueError: no token, or the model's logits or residual
+            stream are not finite (damaged weights).
     """
     from transformer_core.analysis.head_stats import decoder_head_stats
     from transformer_core.models.smollm2_trace import run_smollm2
 
     decoder = face(choice)
-    with st.spinner(_("Running {model} …").format(model=choice.label)):
+    with st.spinner(_("Running {model} …").format(model=plain(choice.label))):
         trace, prediction = run_smollm2(prompt, max_tokens=MAX_LLM_TOKENS, residuals=True,
                                         only=lambda n: n.endswith(".attention.weights"),
                                         checkpoint=_checkpoint(choice))
+    if not (np.isfinite(prediction["last_logits"]).all() and np.isfinite(prediction["stream"]).all()):
+        # damaged weights (a NaN or an overflow in a checkpoint) would reach the bars, tables and figures as NaN
+        raise ValueError(_("the model “{model}” computes numbers that are not finite (not a number, or infinite) on "
+                           "this prompt, so its weights may be damaged; pick another model above, or ask the "
+                           "server's operator").format(model=choice.label))
     config = decoder.config
     stats = decoder_head_stats(trace)
     grids = {name: stats[name].to_numpy().reshape(config.n_layers, config.n_heads)

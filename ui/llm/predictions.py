@@ -70,7 +70,7 @@ def section(choice: Choice, summary: dict, prompt: str) -> tuple[float, int | No
                 "fewest whose probabilities reach p. Order, as Hugging Face's `generate`: top-k first, renormalise "
                 "the k kept, then top-p on those (TopKLogitsWarper → TopPLogitsWarper). The bars show the "
                 "probabilities before filtering; the rest is one grey “other” bar, so the bars add up to 1.").format(
-        model=choice.label, vocab=f"{summary['config'].vocab:,}")
+        model=plain(choice.label), vocab=f"{summary['config'].vocab:,}")
     probs = softmax_t(summary["logits"], t)  # [vocab] float64
     idx = kept(probs, k, p)  # most probable first
     shown_idx = idx[:20]  # the bars: at most 20 kept tokens (the rest of the kept ones join "other")

@@ -1,0 +1,49 @@
+"""The real-LLM page under an operator's odd settings: a label written like Markdown stays text, and a checkpoint
+whose weights hold a NaN gives a message, never a traceback or NaN on screen (tiny random checkpoints,
+tests/tiny_checkpoints.py; no test here needs SmolLM2)."""
+from __future__ import annotations
+
+import shutil
+
+from apptest_utils import new_app
+
+PAGE = "pages/llm.py"
+
+
+def _open(monkeypatch, setting: str, **query):
+    from ui.llm import catalog
+
+    monkeypatch.setenv(catalog.ENV, setting)
+    at = new_app(**query)
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def test_a_label_written_like_markdown_is_shown_as_typed(monkeypatch, tiny_checkpoints):
+    from ui.shell.markdown import plain
+
+    folder, _hf = tiny_checkpoints["qwen2"]
+    label = "**Bold** [link](https://example.com) :red[red]"
+    at = _open(monkeypatch, f"{label}={folder}")
+    assert at.title[0].value == "A real language model: " + plain(label)  # the one model: its name in the title
+    # the predictions' explanation and the ablation's sentence name the model: escaped, so no bold, link or colour
+    named = [c.value for c in at.caption if "gives every one of its" in c.value or "Wang et al. 2022" in c.value]
+    assert len(named) == 2 and all(plain(label) in c for c in named), named
+
+
+def test_a_checkpoint_with_a_nan_weight_says_so_instead_of_a_traceback(monkeypatch, tiny_checkpoints, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "damaged"
+    shutil.copytree(tiny_checkpoints["qwen2"][0], folder)
+    weights = load_file(folder / "model.safetensors")
+    weights["model.layers.1.mlp.down_proj.weight"][0, 0] = float("nan")
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    at = _open(monkeypatch, f"Damaged={folder};Other=/no/such", lang="zh")
+    at.text_area(key="llm_prompt").set_value("The cat sat on the mat.").run()
+    assert not at.exception, [e.message for e in at.exception]
+    said = [w.value for w in at.warning]
+    assert any("Damaged" in w and "不是有限数" in w for w in said), said
+    assert not any("nan" in m.value.lower() for m in at.markdown), "NaN on screen"
+    assert at.text_area(key="llm_prompt").value == "The cat sat on the mat."  # the prompt is kept
