@@ -47,3 +47,15 @@ def test_a_checkpoint_with_a_nan_weight_says_so_instead_of_a_traceback(monkeypat
     assert any("Damaged" in w and "不是有限数" in w for w in said), said
     assert not any("nan" in m.value.lower() for m in at.markdown), "NaN on screen"
     assert at.text_area(key="llm_prompt").value == "The cat sat on the mat."  # the prompt is kept
+
+
+def test_an_equals_sign_in_a_path_or_a_label_is_read_as_the_operator_meant(tmp_path):
+    from ui.llm.catalog import Choice, parse
+
+    odd = tmp_path / "qwen lr=3e-4"  # a bare path with "=": before, labelled by the path's start, read from its end
+    odd.mkdir()
+    plain_folder = tmp_path / "llama"
+    plain_folder.mkdir()
+    assert parse(f"{odd}; <img src=x onerror=alert(1)>={plain_folder}; Missing=/no/such=folder") == (
+        Choice("qwen lr=3e-4", str(odd)), Choice("<img src=x onerror=alert(1)>", str(plain_folder)),
+        Choice("Missing", "/no/such=folder"))

@@ -70,9 +70,17 @@ def parse(entries: Iterable[str] | dict | str) -> tuple[Choice, ...]:
 
 
 def _split(entry: str) -> tuple[str, str]:
-    """``"Label=PATH"`` → ``("Label", "PATH")``; ``"PATH"`` or ``"smollm2"`` → ``("", entry)``."""
-    label, sep, source = entry.partition("=")
-    return (label, source) if sep else ("", entry)
+    """``"Label=PATH"`` → ``("Label", "PATH")``; ``"PATH"`` or ``"smollm2"`` → ``("", entry)``.
+
+    A ``=`` may stand in a label or a path: an entry that is an existing path is a bare path (``/models/lr=3e-4``),
+    else it splits at the first ``=`` whose right side exists (``a=b=/models/x`` is labelled ``a=b``), else at the
+    first ``=``."""
+    entry = entry.strip()
+    if "=" not in entry or Path(entry).expanduser().exists():
+        return "", entry
+    cuts = [i for i, c in enumerate(entry) if c == "="]
+    at = next((i for i in cuts if Path(entry[i + 1:].strip()).expanduser().exists()), cuts[0])
+    return entry[:at], entry[at + 1:]
 
 
 def _secret():
