@@ -59,3 +59,14 @@ def test_an_equals_sign_in_a_path_or_a_label_is_read_as_the_operator_meant(tmp_p
     assert parse(f"{odd}; <img src=x onerror=alert(1)>={plain_folder}; Missing=/no/such=folder") == (
         Choice("qwen lr=3e-4", str(odd)), Choice("<img src=x onerror=alert(1)>", str(plain_folder)),
         Choice("Missing", "/no/such=folder"))
+
+
+def test_the_ranking_of_a_model_with_fewer_heads_than_the_bars_names_what_it_draws():
+    import numpy as np
+
+    from transformer_core.figures.smollm2 import rank_figure
+
+    effect = np.arange(8.0).reshape(2, 4) - 3  # 2 layers x 4 heads: some ablations raise p
+    fig = rank_figure(effect, "Mary")
+    assert len(fig.data[0].y) == 8 and fig.layout.title.text == "Each of the 8 heads ablated alone, by how much p(Mary) falls"
+    assert "the 15 that" in rank_figure(np.zeros((30, 9)), "Mary").layout.title.text  # SmolLM2's 270: the top 15

@@ -70,13 +70,14 @@ def head_grid_figure(values: np.ndarray, *, value_name: str, zmax: float = 1.0, 
 
 def rank_figure(effect: np.ndarray, target: str, top: int = 15, height: int = 400) -> go.Figure:
     """The ``top`` heads whose ablation alone lowers p(``target``) most: bars of ``effect [layer, head]`` (intact −
-    ablated probability), largest first."""
+    ablated probability), largest first; every head when the model has at most ``top``."""
     effect = np.asarray(effect, np.float64)
     fig, names = top_head_bars(effect, top, "{:+.3f}",
                                _("{head} alone: p falls by {value}").format(head="%{y}", value="%{x:.4f}"))
+    title = (_("Each of the {n} heads ablated alone: the {top} that lower p({target}) most") if effect.size > top
+             else _("Each of the {n} heads ablated alone, by how much p({target}) falls"))  # a small model: all
     fig.update_layout(
-        title=dict(text=_("Each of the {n} heads ablated alone: the {top} that lower p({target}) most").format(
-            n=effect.size, top=top, target=html.escape(target)), font=dict(size=13), x=0),
+        title=dict(text=title.format(n=effect.size, top=top, target=html.escape(target)), font=dict(size=13), x=0),
         height=height, margin=dict(l=60, r=50, t=40, b=30), yaxis=dict(autorange="reversed", type="category"),
         xaxis=dict(title=_("p intact − p ablated"), rangemode="tozero"),
         meta={"stage": "llm_rank", "order": names, "target": target})
