@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 
-from apptest_utils import new_app
+from apptest_utils import figures, new_app
 
 PAGE = "pages/llm.py"
 
@@ -70,3 +70,16 @@ def test_the_ranking_of_a_model_with_fewer_heads_than_the_bars_names_what_it_dra
     fig = rank_figure(effect, "Mary")
     assert len(fig.data[0].y) == 8 and fig.layout.title.text == "Each of the 8 heads ablated alone, by how much p(Mary) falls"
     assert "the 15 that" in rank_figure(np.zeros((30, 9)), "Mary").layout.title.text  # SmolLM2's 270: the top 15
+
+
+def test_patching_a_corrupted_prompt_that_changes_nothing_says_so_instead_of_blank_figures(monkeypatch,
+                                                                                          tiny_checkpoints):
+    folder, _hf = tiny_checkpoints["qwen2"]
+    prompt = "When Mary and John went to the store, John gave a drink to"
+    at = _open(monkeypatch, f"Tiny={folder};Other=/no/such", lang="zh", prompt=prompt)
+    at.text_input(key="llm_corrupt").set_value(prompt).run()  # the prompt itself: logit differences equal, 0/0
+    at.button(key="llm_patch_button").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("没有什么可以恢复" in i.value for i in at.info), [i.value for i in at.info]
+    views = [f["layout"].get("meta", {}).get("view") for f in figures(at)]
+    assert "dla" in views and "patching" not in views, views  # no figures of blank (0/0) cells

@@ -184,6 +184,12 @@ def _patching(choice: Choice, prompt: str, summary: dict, target: int, contrast:
     if "error" in out:
         st.warning(_("Cannot patch: {error}.").format(error=plain(out["error"])), icon=":material/warning:")
         return
+    if not abs(out["ld_clean"] - out["ld_corrupt"]) > 1e-4:  # every score divides by this gap: 0/0, or noise over ~0
+        st.info(_("The corrupted prompt gives the same logit difference as the prompt ({ld}): there is nothing for a "
+                  "patch to bring back, so no score can be computed. Change the corrupted prompt so that the answer "
+                  "changes (swap a name, for instance).").format(ld=number(out["ld_clean"], "+.3f")),
+                icon=":material/info:")
+        return
     fmt = ss.get("shared_image_format", "png")
     tokens = summary["trace"].tokens[0]
     left, right = st.columns(2, gap="medium")
