@@ -59,6 +59,9 @@ def test_an_equals_sign_in_a_path_or_a_label_is_read_as_the_operator_meant(tmp_p
     assert parse(f"{odd}; <img src=x onerror=alert(1)>={plain_folder}; Missing=/no/such=folder") == (
         Choice("qwen lr=3e-4", str(odd)), Choice("<img src=x onerror=alert(1)>", str(plain_folder)),
         Choice("Missing", "/no/such=folder"))
+    long_label = "L" * 300  # longer than a file name may be: no path, still a label
+    assert parse(f"{long_label}={plain_folder}; Nul\0=x={plain_folder}") == (
+        Choice(long_label, str(plain_folder)), Choice("Nul\0=x", str(plain_folder)))
 
 
 def test_the_ranking_of_a_model_with_fewer_heads_than_the_bars_names_what_it_draws():

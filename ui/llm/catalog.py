@@ -76,11 +76,20 @@ def _split(entry: str) -> tuple[str, str]:
     else it splits at the first ``=`` whose right side exists (``a=b=/models/x`` is labelled ``a=b``), else at the
     first ``=``."""
     entry = entry.strip()
-    if "=" not in entry or Path(entry).expanduser().exists():
+    if "=" not in entry or _exists(entry):
         return "", entry
     cuts = [i for i, c in enumerate(entry) if c == "="]
-    at = next((i for i in cuts if Path(entry[i + 1:].strip()).expanduser().exists()), cuts[0])
+    at = next((i for i in cuts if _exists(entry[i + 1:].strip())), cuts[0])
     return entry[:at], entry[at + 1:]
+
+
+def _exists(text: str) -> bool:
+    """Whether ``text`` names an existing file or folder; False for what no path can be (a name too long for the
+    file system, a NUL byte)."""
+    try:
+        return Path(text).expanduser().exists()
+    except (OSError, ValueError):
+        return False
 
 
 def _secret():
