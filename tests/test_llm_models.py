@@ -78,8 +78,8 @@ def test_a_listed_checkpoint_runs_on_the_page_with_its_own_sizes_and_hugging_fac
     assert list(at.selectbox(key="llm_head").options) == ["0", "1", "2", "3"]
     captions = "\n".join(c.value for c in at.caption)
     assert "A local checkpoint this server offers" in captions and "chat template is not applied" in captions
-    # the ablation's mean mode is SmolLM2's reference set: this model ablates with zero only
-    assert list(at.radio(key="llm_ablate_mode").options) == ["zero (context = 0)"]
+    # the mean mode's reference set runs on this model (tests/test_decoder_mean_ablation.py)
+    assert list(at.radio(key="llm_ablate_mode").options) == ["zero (context = 0)", "mean over the reference set"]
 
 
 def test_a_listed_path_that_cannot_be_read_says_so_and_the_prompt_is_kept(monkeypatch, tiny_checkpoints):

@@ -1,7 +1,7 @@
 """The heads behind an answer, on the real LLM: the indirect-object sentence (Wang et al. 2022), any heads
 ablated (zero, or the mean over a named reference set of prompts), p(" Mary"), p(" John") and the top-5 before and
 after; "Rank the heads" ablates each head alone with a progress bar; where the top heads' last position attends.
-The mean mode's reference set is SmolLM2's: another model ablates with zero.
+The mean mode's reference set runs on the chosen model itself.
 
 URL: ``ablate=L9H3,…`` and ``ablate_mode=zero|mean`` (:mod:`ui.parts.ablation_controls`' binding of the heads).
 """
@@ -35,7 +35,7 @@ TOP_ATTEND = 6  # heads drawn in "where the top heads attend"
 
 def _controls(choice: Choice, config: ModelConfig) -> tuple[tuple, str]:
     n_layers, n_heads = config.n_layers, config.n_heads
-    modes = tuple(MODES) if choice.is_smollm2 else ("zero",)  # the reference set's means are SmolLM2's
+    modes = tuple(MODES)
     bind_heads("llm_ablate", n_layers, n_heads)
     bind_url("llm_ablate_mode", "ablate_mode", modes, "zero")
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")

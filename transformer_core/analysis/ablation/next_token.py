@@ -4,12 +4,12 @@ probabilities become (p(" Mary") and p(" John") by default), and which heads mat
 A head's context is zeroed (``"zero"``: the same as zeroing the head's slice of ``o_proj``'s input in Hugging Face's
 ``LlamaForCausalLM``, whose ``head_mask`` transformers 5 ignores; the tests use a forward pre-hook) or replaced by
 ``"mean"``: the head's mean context over every position of a named reference set of prompts (:data:`REFERENCE_SETS`,
-run on SmolLM2), so what the head does on *this* prompt is removed but its average output stays (mean ablation;
+run on the same model), so what the head does on *this* prompt is removed but its average output stays (mean ablation;
 Wang et al., "Interpretability in the Wild: a Circuit for Indirect Object Identification in GPT-2 small" (2022), §3,
 ablate with a mean over a reference distribution of IOI prompts). A named variant: pooled over positions
 (:func:`~transformer_core.analysis.ablation.references.pooled_means`), where MiniLM and the causal model take the mean
-per position; the reference prompts here differ in length and token positions. Another decoder than SmolLM2 ablates
-with zero only (the sets' means are SmolLM2's).
+per position; the reference prompts here differ in length and token positions. Each decoder's means are its own
+(:func:`decoder_reference` runs the set on it, once per process).
 
 The default prompt is Wang et al.'s indirect-object sentence; SmolLM2 gives " Mary" p ≈ 0.92 there.
 :func:`rank_heads` ablates each head alone (:class:`NextToken` through
@@ -51,20 +51,27 @@ REFERENCE_SETS = {  # name → prompts whose mean context per head a "mean" abla
 }
 
 
-@functools.lru_cache(maxsize=4)
-def decoder_reference(name: str = "ioi") -> ReferenceMeans:
-    """Each SmolLM2 head's mean context over every position of the reference set ``name``, pooled (``.pooled[layer]``
-    ``[head, d_head]``, put in at every position).
+def decoder_reference(name: str = "ioi", face=None) -> ReferenceMeans:
+    """Each head's mean context over every position of the reference set ``name``, pooled (``.pooled[layer]``
+    ``[head, d_head]``, put in at every position), on SmolLM2 (``face`` None) or the decoder ``face`` (its prompts
+    encoded as its own tokenizer does, a BOS included where it adds one). Computed once per process and model.
 
     Raises:
         KeyError: an unknown set (the message lists :data:`REFERENCE_SETS`). SmolLM2Unavailable: it is missing.
     """
     if name not in REFERENCE_SETS:
         raise KeyError(f"no reference set {name!r}: choose one of {sorted(REFERENCE_SETS)}")
-    model, tokenizer, _special = Decoder().parts()
+    return _reference(name, "smollm2" if face is None else face.name)
+
+
+@functools.lru_cache(maxsize=4)
+def _reference(name: str, model_name: str) -> ReferenceMeans:
+    from ...models import load  # the registry (it imports the analyses' faces: not at module import)
+
+    model, tokenizer, special = load(model_name).parts()
     total, count = None, 0
     for prompt in REFERENCE_SETS[name]:
-        ids, _, _ = encode(prompt, tokenizer)
+        ids, _, _ = encode(prompt, tokenizer, add_special_tokens=special)
         with torch.no_grad(), capture(model, only=lambda n: n.endswith("attention.context")) as st:
             model(torch.tensor([ids]), last_only=True)
         contexts = torch.stack([st[f"layers.{i}.attention.context"][0] for i in range(len(model.layers))])
@@ -131,15 +138,13 @@ class NextToken:
 def _setup(face, mode: str, reference: str, prompt: str, targets: tuple[str, ...]):
     """``(face, prompt ids, labels, target ids, reference means or None)``, every check made before any work."""
     check_mode(mode, MODES)
-    if face is not None and mode != "zero":
-        raise ValueError(f"ablation mode {mode!r} needs SmolLM2's reference set: another model ablates with 'zero'")
     face = Decoder() if face is None else face
     _model, tokenizer, special = face.parts()
     ids, _raw, labels = encode(prompt, tokenizer, add_special_tokens=special)
     if not ids:
         raise ValueError("no tokens: type a prompt")
     t_ids = target_ids(targets, tokenizer)
-    return face, ids, labels, t_ids, (decoder_reference(reference) if mode == "mean" else None)
+    return face, ids, labels, t_ids, (decoder_reference(reference, face) if mode == "mean" else None)
 
 
 def _summary(probs: torch.Tensor, targets: tuple[str, ...], ids: list[int], tokenizer, top: int) -> dict:
@@ -152,7 +157,7 @@ def _summary(probs: torch.Tensor, targets: tuple[str, ...], ids: list[int], toke
 def ablation_effect(prompt: str = IOI_PROMPT, heads: Iterable[Head] = (), *, mode: str = "zero",
                     reference: str = "ioi", targets: Iterable[str] = TARGETS, top: int = 5, face=None) -> dict:
     """The next token after ``prompt``, intact and with ``heads`` (``[(layer, head)]``) ablated; on SmolLM2
-    (``face`` None), or on the decoder ``face`` (:class:`~transformer_core.models.face.Decoder`; zero mode).
+    (``face`` None), or on the decoder ``face`` (:class:`~transformer_core.models.face.Decoder`).
 
     Returns ``{"tokens": readable labels of the prompt, "heads", "mode", "reference", "intact" and "ablated":
     {"targets": {target: probability}, "top": [(label, id, probability)] × top}}``.
@@ -175,7 +180,7 @@ def ablation_effect(prompt: str = IOI_PROMPT, heads: Iterable[Head] = (), *, mod
 def rank_heads(prompt: str = IOI_PROMPT, *, mode: str = "zero", reference: str = "ioi",
                targets: Iterable[str] = TARGETS, progress: Callable[[int, int], None] | None = None,
                face=None) -> dict:
-    """Ablate each of the 270 heads alone (every head of the decoder ``face``, zero mode, when given); the targets'
+    """Ablate each of the 270 heads alone (every head of the decoder ``face`` when given); the targets'
     probabilities after the prompt each time. One batched forward per layer (copy h ablating head h), started at that
     layer from the intact run's residual stream. ``progress(done, total)`` after each layer (total 30).
 
