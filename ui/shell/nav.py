@@ -79,8 +79,8 @@ PAGES = (  # the first one is the default page, served at "/"
          N_("Greyed out here: the positions tab scores the first sentence with its own head (word-level tokens, "
             "d_model = 384); the other tabs bring their own models and inputs.")),
     Page("pages/llm.py", N_("Real LLM (SmolLM2)"), ":material/chat:", "llm", "ui.llm", frozenset(),
-         N_("Greyed out here: SmolLM2 reads its own prompt with its own tokenizer, sizes and trained weights; the "
-            "sidebar's settings apply on the other pages.")),
+         N_("Greyed out here: the real model reads its own prompt with its own tokenizer, sizes and trained "
+            "weights; the sidebar's settings apply on the other pages.")),
     Page("pages/guided.py", N_("Guided lessons"), ":material/school:", "guided", "ui.guided"),
 )
 
