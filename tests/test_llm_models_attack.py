@@ -86,3 +86,6 @@ def test_patching_a_corrupted_prompt_that_changes_nothing_says_so_instead_of_bla
     assert any("没有什么可以恢复" in i.value for i in at.info), [i.value for i in at.info]
     views = [f["layout"].get("meta", {}).get("view") for f in figures(at)]
     assert "dla" in views and "patching" not in views, views  # no figures of blank (0/0) cells
+    # the ablation's examples are heads this 2-layer x 4-head model has (not SmolLM2's L9H3, L12H0)
+    heads = at.multiselect(key="llm_ablate")
+    assert heads.placeholder == "选择头，例如 L1H3" and heads.help.endswith("ablate=L1H3,L1H0"), heads.help

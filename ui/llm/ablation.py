@@ -39,8 +39,11 @@ def _controls(choice: Choice, config: ModelConfig) -> tuple[tuple, str]:
     bind_heads("llm_ablate", n_layers, n_heads)
     bind_url("llm_ablate_mode", "ablate_mode", modes, "zero")
     c1, c2 = st.columns([3, 2], vertical_alignment="bottom")
+    # the examples are heads of this model (SmolLM2's L9H3 and L12H0 do not exist in a 2-layer checkpoint)
+    first, second = f"L{min(9, n_layers - 1)}H{min(3, n_heads - 1)}", f"L{min(12, n_layers - 1)}H0"
     picked = c1.multiselect(_("Heads to ablate"), head_names(n_layers, n_heads), key="llm_ablate",
-                            placeholder=_("pick heads, e.g. L9H3"), help=_("Layer L, head H. In the URL: ablate=L9H3,L12H0"))
+                            placeholder=_("pick heads, e.g. {head}").format(head=first),
+                            help=_("Layer L, head H. In the URL: ablate={heads}").format(heads=f"{first},{second}"))
     names = {m: _(label) for m, label in MODES.items()}
     mode = c2.radio(_("Ablation"), modes, key="llm_ablate_mode", format_func=names.get)
     return parse_heads(",".join(picked), n_layers, n_heads), mode
