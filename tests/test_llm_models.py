@@ -139,3 +139,24 @@ def test_on_a_checkpoint_with_output_biases_the_attribution_names_them_and_adds_
     assert "the attention output biases" in said, said
     total, own = (float(x.replace("−", "-")) for x in re.findall(r"\*\*([+−-]?\d+\.\d{3})\*\*", said))
     assert total == pytest.approx(own, abs=2e-3), said  # without the bias term the parts miss by tenths
+
+
+def test_the_setting_s_own_word_picks_smollm2_and_an_unreadable_path_is_not_shown(monkeypatch, tmp_path):
+    from ui.llm.catalog import DEFAULT
+
+    secret = tmp_path / "operators-private-folder" / "qwen"
+    at = _open(monkeypatch, f"smollm2;Qwen={secret}", model="smollm2")
+    assert at.selectbox(key="llm_model").value == DEFAULT.label and not at.warning  # ?model=smollm2 is understood
+    at.selectbox(key="llm_model").set_value("Qwen").run()
+    shown = "\n".join([e.value for e in at.error] + [c.value for c in at.caption])
+    assert "cannot be read" in shown and "operators-private-folder" not in shown, shown
+
+
+def test_the_route_goes_into_the_new_model_s_last_token_after_a_switch(monkeypatch, tiny_checkpoints):
+    qwen, llama = tiny_checkpoints["qwen2"][0], tiny_checkpoints["llama"][0]
+    at = _open(monkeypatch, f"Q={qwen};L={llama}", routes="1")
+    n_q = len(at.selectbox(key="llm_route_pos").options)
+    at.selectbox(key="llm_route_pos").set_value(3).run()
+    at.selectbox(key="llm_model").set_value("L").run()  # the llama tokenizer adds a BOS: one token more
+    route = at.selectbox(key="llm_route_pos")
+    assert len(route.options) == n_q + 1 and route.value == n_q, (route.value, len(route.options))

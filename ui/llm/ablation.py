@@ -129,7 +129,8 @@ def _rank(choice: Choice, config: ModelConfig, mode: str, reference: str) -> Non
         what = _("**Rank the heads** ablates each head alone and sorts them by how much p(“Mary”) falls: {n} batched "
                  "passes, each from the ablated layer on.").format(n=config.n_layers)
         st.caption(what + " " + (_("Already computed on this server: shown at once, not counted.") if ready else
-                                 long_actions.cost_note(_("about 10 s"))))
+                                 long_actions.cost_note(_("about 10 s") if choice.is_smollm2 else
+                                                        _("about {n} runs of this model").format(n=config.n_layers))))
         return
     result = ss["llm_rank"][1]
     fmt = ss.get("shared_image_format", "png")

@@ -65,10 +65,14 @@ def open_edge(event_key: str, n_layers: int, n_heads: int) -> None:
         head_view.opened_by_tile("llm_")
 
 
-def _controls(tokens: tuple[str, ...]) -> tuple[int, float]:
+def _controls(tokens: tuple[str, ...], run: tuple) -> tuple[int, float]:
     n = len(tokens)
     positions = list(range(n))
     labels = [f"{j}: {t}" for j, t in enumerate(tokens)]
+    ss = st.session_state
+    if ss.get("llm_route_for") not in (None, run):  # another model or prompt: its own last token (also over ?route_pos=)
+        ss["llm_route_pos"] = n - 1
+    ss["llm_route_for"] = run
     if st.session_state.get("llm_route_pos", n - 1) not in positions:  # a shorter prompt: back to its last token
         st.session_state["llm_route_pos"] = n - 1
     bind_url("llm_route_pos", "route_pos", positions, n - 1, labels=labels)
@@ -115,7 +119,7 @@ def section(choice: Choice, prompt: str, summary: dict) -> None:
     with box:
         tokens = summary["trace"].tokens[0]
         config = summary["config"]
-        position, threshold = _controls(tokens)
+        position, threshold = _controls(tokens, (choice, prompt))
         # the walk, its rows and the figure once per (prompt's run, token, threshold): a rerun for another reason
         # (a click elsewhere on the page) reuses them
         rows, figure = per_trace(summary["trace"], ("llm_routes", position, threshold),

@@ -178,7 +178,8 @@ def _patching(choice: Choice, prompt: str, summary: dict, target: int, contrast:
         st.caption(_("Press the button to patch (on request: it runs the model {passes} times in batches).").format(
             passes=passes) + " " + (
             _("Already computed on this server: shown at once, not counted.") if ready else
-            long_actions.cost_note(_("about 20 s at 14 tokens"))))
+            long_actions.cost_note(_("about 20 s at 14 tokens") if choice.is_smollm2 else
+                                   _("about {passes} runs of this model").format(passes=passes))))
         return
     out = ss["llm_patch"][1]
     if "error" in out:
