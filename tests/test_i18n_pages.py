@@ -53,8 +53,11 @@ def visible_texts(at) -> list[str]:
     return [t for t in texts if t.strip()]
 
 
+LINK_TARGET = re.compile(r"\]\([^)\s]*\)")  # a Markdown link's target (#ae-steps-explorer) is not shown
+
+
 def english_sentences(text: str) -> list[str]:
-    prose = CODE.sub(" ", text)
+    prose = LINK_TARGET.sub("]", CODE.sub(" ", text))
     for name in ALLOWED:
         prose = prose.replace(name, " ")
     return ENGLISH.findall(prose)
@@ -93,6 +96,8 @@ def test_the_detector_finds_english():
     assert english_sentences("注意力 · Largest difference from the captured scores: 1e-7")
     assert not english_sentences("请先在侧边栏输入至少一个句子。 `scores = torch.matmul(Q, K)` $\\text{head} = A V$")
     assert not english_sentences("MultiHeadAttention(d_model=64, n_heads=8) 共有 **33,024 个参数**")
+    assert not english_sentences("权重 **0.1163** · [每一步见下方 ↓](#ae-steps-explorer)")  # a link's target
+    assert english_sentences("[see every step below](#ae-steps-explorer)")  # its visible text still counts
 
 
 def test_a_cached_figure_is_not_served_in_the_other_language():
