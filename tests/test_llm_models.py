@@ -160,3 +160,26 @@ def test_the_route_goes_into_the_new_model_s_last_token_after_a_switch(monkeypat
     at.selectbox(key="llm_model").set_value("L").run()  # the llama tokenizer adds a BOS: one token more
     route = at.selectbox(key="llm_route_pos")
     assert len(route.options) == n_q + 1 and route.value == n_q, (route.value, len(route.options))
+
+
+def test_where_the_top_heads_look_names_only_heads_whose_ablation_lowers_p_mary(monkeypatch, tiny_checkpoints):
+    import re
+
+    from ui.llm import compute
+    from ui.llm.catalog import parse
+
+    folder, _hf = tiny_checkpoints["qwen2"]
+    at = _open(monkeypatch, f"Tiny={folder};SmolLM2=smollm2", model="Tiny")
+    at.button(key="llm_rank_button").click().run(timeout=300)
+    assert not at.exception, [e.message for e in at.exception]
+    effect = compute.ranked(parse(f"Tiny={folder}")[0], "zero", "ioi")["effect"]  # the page's cached ranking
+    lowering = int((effect > 0).sum())
+    said = "\n".join(c.value for c in at.caption)
+    if lowering == 0:
+        assert "No head's ablation lowers" in said
+    else:
+        n = int(re.search(r"in the (\d+) heads whose ablation lowers", said).group(1))
+        assert n == min(6, lowering), (n, lowering)
+        named = re.findall(r"L(\d+)H(\d+) \d", said.split("weight on “Mary”")[1].split(".")[0])
+        assert all(effect[int(lay), int(h)] > 0 for lay, h in named), (named, effect)
+    assert 0 < lowering < effect.size  # a random model: some heads raise p(Mary), so the test can fail

@@ -136,8 +136,24 @@ def _rank(choice: Choice, config: ModelConfig, mode: str, reference: str) -> Non
     fmt = ss.get("shared_image_format", "png")
     effect = result["effect"]  # [layer, head]
     chart(rank_figure(effect, "Mary"), key="llm_rank_chart", config=chart_config(f"{choice.slug}_rank_{mode}", fmt))
-    order = effect.ravel().argsort()[::-1][:TOP_ATTEND]
-    top = [divmod(int(i), config.n_heads) for i in order]
+    # the heads whose ablation lowers p(Mary) most: only those that lower it at all (on a small or random model some
+    # of the first six raise it, and "lowers it most" would misname them)
+    order = [int(i) for i in effect.ravel().argsort()[::-1][:TOP_ATTEND] if effect.ravel()[i] > 0]
+    if not order:
+        st.caption(_("No head's ablation lowers p(“Mary”) here: there is no head to show where it looks."))
+    else:
+        _where_top_heads_look(choice, config, [divmod(i, config.n_heads) for i in order], mode, fmt)
+    table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "p_mary_ablated": float(result["probs"][lay, h, 0]),
+                           "p_john_ablated": float(result["probs"][lay, h, 1]), "effect": float(effect[lay, h])}
+                          for lay in range(effect.shape[0]) for h in range(effect.shape[1])])
+    table = table.sort_values("effect", ascending=False, kind="stable")
+    download_button(st, "⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
+                       file_name=f"{choice.slug}_rank_{mode}.csv", mime="text/csv", key="llm_rank_csv")
+
+
+def _where_top_heads_look(choice: Choice, config: ModelConfig, top: list[tuple[int, int]], mode: str,
+                          fmt: str) -> None:
+    """Where the last token looks in each of the ``top`` heads (their rows of the IOI prompt's cached run)."""
     last = compute.ioi_last_rows(choice)
     rows = [last["rows"][lay, h] for lay, h in top]
     names = [f"L{lay}H{h}" for lay, h in top]
@@ -156,9 +172,3 @@ def _rank(choice: Choice, config: ModelConfig, mode: str, reference: str) -> Non
         n=len(top), shares=", ".join(f"{n} {number(s, '.2f')}" for n, s in zip(names, share)),
         m_head=most["Mary"][1], m=number(most["Mary"][0], ".2f"), j_head=most["John"][1],
         j=number(most["John"][0], ".2f"), s_head=most["sink"][1], s=number(most["sink"][0], ".2f")))
-    table = pd.DataFrame([{"head": f"L{lay}H{h}", "layer": lay, "p_mary_ablated": float(result["probs"][lay, h, 0]),
-                           "p_john_ablated": float(result["probs"][lay, h, 1]), "effect": float(effect[lay, h])}
-                          for lay in range(effect.shape[0]) for h in range(effect.shape[1])])
-    table = table.sort_values("effect", ascending=False, kind="stable")
-    download_button(st, "⬇ " + _("Ranking as CSV"), csv_file(table.to_csv(index=False)),
-                       file_name=f"{choice.slug}_rank_{mode}.csv", mime="text/csv", key="llm_rank_csv")
