@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from hf_parts import hf_parts
+
 CLEAN = "When Mary and John went to the store, John gave a drink to"
 CORRUPT = "When Mary and John went to the store, Mary gave a drink to"  # the names swapped where the answer hangs
 
@@ -24,34 +26,6 @@ def ours(smollm2_or_skip):
     ids = {name: encode(text, tokenizer)[0] for name, text in (("clean", CLEAN), ("corrupt", CORRUPT))}
     mary, john = (tokenizer.encode(t, add_special_tokens=False).ids[0] for t in (" Mary", " John"))
     return model, prediction, ids, mary, john
-
-
-def hf_parts(hf, ids: list[int]) -> dict:
-    """Hugging Face's embeddings, per-head outputs, MLP outputs and final residual at the last position, and logits."""
-    inner = hf.model
-    seen = {}
-    hooks = [inner.embed_tokens.register_forward_hook(lambda m, i, o: seen.__setitem__("embed", o)),
-             inner.norm.register_forward_pre_hook(lambda m, i: seen.__setitem__("final", i[0]))]
-    for layer, block in enumerate(inner.layers):
-        hooks.append(block.self_attn.o_proj.register_forward_pre_hook(
-            lambda m, i, layer=layer: seen.__setitem__(("concat", layer), i[0])))
-        hooks.append(block.mlp.register_forward_hook(lambda m, i, o, layer=layer: seen.__setitem__(("mlp", layer), o)))
-    try:
-        with torch.no_grad():
-            logits = hf(torch.tensor([ids])).logits[0, -1]
-    finally:
-        for h in hooks:
-            h.remove()
-    n_layers, n_heads = len(inner.layers), hf.config.num_attention_heads
-    d = hf.config.hidden_size // n_heads
-    heads = np.zeros((n_layers, n_heads, hf.config.hidden_size))
-    for layer, block in enumerate(inner.layers):
-        concat, w = seen[("concat", layer)][0, -1], block.self_attn.o_proj.weight  # [d_model], [d_model, d_model]
-        for h in range(n_heads):
-            heads[layer, h] = (concat[h * d:(h + 1) * d] @ w[:, h * d:(h + 1) * d].T).double().numpy()
-    return {"embed": seen["embed"][0, -1].double().numpy(), "final": seen["final"][0, -1].double().numpy(),
-            "heads": heads, "mlps": np.stack([seen[("mlp", i)][0, -1].double().numpy() for i in range(n_layers)]),
-            "logits": logits.double().numpy()}
 
 
 def test_direct_logit_attribution_equals_hugging_faces_and_sums_to_the_logit_difference(ours, smollm2_hf):

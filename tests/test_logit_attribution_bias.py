@@ -14,38 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tiny_checkpoints as tc
-import torch
 
-
-def hf_parts(hf, ids: list[int]) -> dict:
-    """At the last position: Hugging Face's embedding, per-head outputs (bias left out), o_proj biases summed over the
-    layers, MLP outputs, the final norm's input, and the logits."""
-    inner = hf.model
-    seen = {}
-    hooks = [inner.embed_tokens.register_forward_hook(lambda m, i, o: seen.__setitem__("embed", o)),
-             inner.norm.register_forward_pre_hook(lambda m, i: seen.__setitem__("final", i[0]))]
-    for layer, block in enumerate(inner.layers):
-        hooks.append(block.self_attn.o_proj.register_forward_pre_hook(
-            lambda m, i, layer=layer: seen.__setitem__(("concat", layer), i[0])))
-        hooks.append(block.mlp.register_forward_hook(lambda m, i, o, layer=layer: seen.__setitem__(("mlp", layer), o)))
-    try:
-        with torch.no_grad():
-            logits = hf(torch.tensor([ids]), use_cache=False).logits[0, -1]
-    finally:
-        for h in hooks:
-            h.remove()
-    n_layers, n_heads = len(inner.layers), hf.config.num_attention_heads
-    d = hf.config.head_dim
-    heads = np.zeros((n_layers, n_heads, hf.config.hidden_size))
-    for layer, block in enumerate(inner.layers):
-        concat, w = seen[("concat", layer)][0, -1].double(), block.self_attn.o_proj.weight.double()
-        for h in range(n_heads):
-            heads[layer, h] = (concat[h * d:(h + 1) * d] @ w[:, h * d:(h + 1) * d].T).numpy()
-    bias = sum(block.self_attn.o_proj.bias.double().numpy() for block in inner.layers)
-    return {"embed": seen["embed"][0, -1].double().numpy(), "final": seen["final"][0, -1].double().numpy(),
-            "heads": heads, "bias": bias,
-            "mlps": np.stack([seen[("mlp", i)][0, -1].double().numpy() for i in range(n_layers)]),
-            "logits": logits.double().numpy()}
+from hf_parts import hf_parts
 
 
 def test_the_output_bias_is_its_own_term_and_the_parts_sum_to_hugging_faces_logit_difference(tiny_checkpoints):
