@@ -89,8 +89,14 @@ def test_the_decoder_analyses_run_on_a_local_checkpoint_as_hugging_face_computes
     ranked = rank_heads(tc.TEXT, targets=(" Mary", " John"), face=face)
     assert ranked["probs"].shape == (2, 4, 2)
     assert ranked["probs"][0, 3, 0] == pytest.approx(effect["ablated"]["targets"][" Mary"], abs=1e-7)
+    # mean ablation runs on any decoder (its reference means from the model itself): the ranking's entry for a head
+    # is that head's own mean ablation; an unknown mode is refused by name
+    mean_ranked = rank_heads(tc.TEXT, targets=(" Mary",), mode="mean", face=face)
+    mean_one = ablation_effect(tc.TEXT, [(1, 2)], mode="mean", targets=(" Mary",), face=face)
+    assert mean_ranked["probs"][1, 2, 0] == pytest.approx(mean_one["ablated"]["targets"][" Mary"], abs=1e-7)
+    assert abs(mean_ranked["probs"][1, 2, 0] - ranked["probs"][1, 2, 0]) > 1e-6  # mean differs from zero
     with pytest.raises(ValueError, match="zero"):
-        rank_heads(tc.TEXT, targets=(" Mary",), mode="mean", face=face)
+        rank_heads(tc.TEXT, targets=(" Mary",), mode="mean_sentence", face=face)
     out = generate(tc.TEXT, 6, face=face, stop_at_eos=False)
     expected = list(ids)
     for _ in range(6):
