@@ -33,7 +33,11 @@ TILES = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
 
 
 def agreement(page) -> dict:
-    """What the picker shows, what the focused figure draws (its title's head and its meta) and what the URL says."""
+    """What the picker shows, what the focused figure draws (its title's head and its meta) and what the URL says.
+
+    Waits for the focused figure first: after a kill the page reruns whole, and its figure may still be on its way
+    when the status widget has gone (CI once read the page between the two). A figure that never comes fails here."""
+    page.wait_for_function(f"() => !!({FOCUS})() && !!({FOCUS})().layout.annotations", timeout=60_000)
     title = page.evaluate(f"() => ({FOCUS})().layout.annotations.find(a => a.name === 'title').text")
     found = re.search(r"head (\d+) ·", title)
     params = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
