@@ -6,6 +6,7 @@ pages), then runs the chosen page. The heavy imports (torch, via ``ui.shell.cont
 """
 import streamlit as st
 
+from ui.llm import catalog
 from ui.shell import diagnostics, failover, i18n, nav
 from ui.shell.i18n import _
 
@@ -16,7 +17,7 @@ st.set_page_config(page_title=_("Attention Explorer"), page_icon="🔍", layout=
 st.html("<style>[data-testid='stMainBlockContainer']{padding-top:3.5rem}</style>")
 if nav.in_legacy_mode():  # a fresh process's first run: Streamlit's pages/ mode (see ui/shell/nav.py)
     nav.leave_legacy_mode(rerun=True)
-page = nav.navigation()
+page = nav.navigation({"llm": title} if (title := catalog.menu_title()) else None)
 diagnostics.maybe_report()  # only with AE_DIAGNOSTICS=1 (tests, operators)
 failover.notice_if_moved()  # a page that came back on another replica says so
 if nav.is_alias(page):  # /explorer?… → /?… (the explorer is the default page)

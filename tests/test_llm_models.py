@@ -35,6 +35,22 @@ def test_without_a_setting_the_list_is_smollm2_alone(monkeypatch):
     assert catalog.configured() == (catalog.DEFAULT,)
 
 
+def test_the_menu_names_smollm2_only_while_it_is_the_one_model(monkeypatch, tmp_path):
+    from ui.llm import catalog
+    from ui.shell import nav
+
+    def llm_title() -> str:
+        title = catalog.menu_title()
+        return nav.menu_titles({"llm": title} if title else None)["llm"]
+
+    monkeypatch.delenv(catalog.ENV, raising=False)
+    assert llm_title() == "Real LLM (SmolLM2)"
+    monkeypatch.setenv(catalog.ENV, "SmolLM2 for the class=smollm2")
+    assert llm_title() == "Real LLM (SmolLM2)"
+    monkeypatch.setenv(catalog.ENV, f"smollm2; Qwen={tmp_path}")
+    assert llm_title() == "Real LLM"  # the menu must not promise SmolLM2 when the page offers Qwen too
+
+
 def _open(monkeypatch, setting: str | None = None, secrets: dict | None = None, **query):
     from ui.llm import catalog
 

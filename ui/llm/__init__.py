@@ -1,1 +1,1 @@
-"""The SmolLM2-135M page's compute and sections (issue 32)."""
+"""The real-LLM page (SmolLM2-135M or an operator's local checkpoint): its model list, compute and sections."""

@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..shell.i18n import N_
+
 ENV = "AE_LLM_MODELS"
 SECRET = "llm_models"
 SMOLLM2 = "smollm2"
@@ -111,3 +113,10 @@ def configured() -> tuple[Choice, ...]:
     raw = os.environ.get(ENV)
     listed = parse(raw) if raw is not None and raw.strip() else parse(_secret() or ())
     return listed or (DEFAULT,)
+
+
+def menu_title() -> str | None:
+    """The menu's title for the real-LLM page when this server offers more than SmolLM2 (marked with ``N_``,
+    translated where shown), else None: the registered title, which names SmolLM2, stays."""
+    choices = configured()
+    return None if all(c.is_smollm2 for c in choices) else N_("Real LLM")

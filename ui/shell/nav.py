@@ -108,11 +108,21 @@ def _follow_alias() -> None:
     st.switch_page(pages()[0], query_params=params)
 
 
-def pages() -> list:
-    """``st.Page`` objects for the scripts that exist, then the default page's hidden alias."""
-    found = _found()
-    out = [st.Page(p.script, title=_(p.title), icon=p.icon, url_path=DEFAULT_PAGE_ID if i == 0 else p.url_path,
-                   default=(i == 0)) for i, p in enumerate(found)]
+def menu_titles(titles: dict[str, str] | None = None) -> dict[str, str]:
+    """``{url_path: the menu's title in the session's language}`` for every registered page, ``titles`` (marked
+    with ``N_``) replacing the registered ones where given."""
+    titles = titles or {}
+    return {p.url_path: _(titles.get(p.url_path, p.title)) for p in PAGES}
+
+
+def pages(titles: dict[str, str] | None = None) -> list:
+    """``st.Page`` objects for the scripts that exist, then the default page's hidden alias. ``titles``: a menu title
+    (marked with ``N_``) for a page's ``url_path`` that replaces its registered one on this server (the real-LLM
+    page's title names SmolLM2 only while SmolLM2 is its one model)."""
+    found, shown = _found(), menu_titles(titles)
+    out = [st.Page(p.script, title=shown[p.url_path], icon=p.icon,
+                   url_path=DEFAULT_PAGE_ID if i == 0 else p.url_path, default=(i == 0))
+           for i, p in enumerate(found)]
     if found:
         first = found[0]
         out.append(st.Page(_follow_alias, title=_(first.title), icon=first.icon, url_path=first.url_path,
@@ -120,11 +130,11 @@ def pages() -> list:
     return out
 
 
-def navigation():
-    """``st.navigation`` with the sidebar menu on (config.toml hides the legacy one)."""
+def navigation(titles: dict[str, str] | None = None):
+    """``st.navigation`` with the sidebar menu on (config.toml hides the legacy one); ``titles`` as :func:`pages`."""
     global _navigated
     st.set_option("client.showSidebarNavigation", True)
-    page = st.navigation(pages())
+    page = st.navigation(pages(titles))
     _navigated = True
     return page
 
