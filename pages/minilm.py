@@ -57,7 +57,7 @@ sentences_shown = [" ".join(t[1:n - 1]) for t, n in zip(trace.tokens, trace.leng
 labels = tuple(sentence_label(b, text, 60) for b, text in enumerate(sentences_shown))
 # widget callbacks from ui.shell.callbacks, never this page's functions (they would keep this run alive)
 open_head = dict(layer_key="minilm_layer", head_key="minilm_head", n_heads=N_HEADS)
-with url.batch():  # one message for both (issue 37)
+with url.batch():  # one message to the browser for both
     url.bind_url("minilm_batch", "sentence", range(len(sentences_shown)), 0, labels=labels)
     url.bind_url("minilm_hide_special", "hide", (False, True), False, to_text=lambda v: "1" if v else "0")
 pick, hide_col = st.columns([3, 2], vertical_alignment="bottom")

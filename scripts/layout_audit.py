@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Layout audit (issue 34 item 1): no two drawn labels of any chart overlap, on every page and lesson tab.
+"""Layout audit: no two drawn labels of any chart overlap, on every page and lesson tab.
 
 One ``streamlit run app.py`` and one headless Chromium at 1280×720 visit a matrix of links (page × tab or view ×
 sentence size × language), each with a sentence of exactly that many tokens of the page's own tokenizer (word-level

@@ -1,4 +1,4 @@
-"""Head ablation on the causal page (issue 23): induction accuracy and loss per checkpoint, the chosen heads ablated
+"""Head ablation on the causal page: induction accuracy and loss per checkpoint, the chosen heads ablated
 beside intact (a few floats per checkpoint, kept for the process)."""
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ def causal_overview(fig, trace: Trace, period: int | None, color: str) -> tuple:
         source = SOURCES[color]
     if np.isnan(scores).all():
         n = trace.stage("weights", 0).shape[-1]
-        if color == "previous_token" or n < 2:  # the real reason (issue 33: seq=5 said "does not repeat")
+        if color == "previous_token" or n < 2:  # the real reason (seq=5 once said "does not repeat")
             why = _("the sequence has one token, so no query has a token before it")
         elif period is None:
             why = _("the sequence does not repeat")

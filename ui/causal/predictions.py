@@ -1,4 +1,4 @@
-"""Next-token predictions on the causal-model page: temperature, top-k/top-p, a seeded sample (issue 23).
+"""Next-token predictions on the causal-model page: temperature, top-k/top-p, a seeded sample.
 
 URL: ``temp=`` (one of :data:`TEMPERATURES`), ``top_k=``, ``top_p=`` (``off`` or a number),
 ``pred_pos=`` (the position whose next token is shown), ``sample_seed=``. The probabilities are

@@ -34,8 +34,8 @@ def toy_with_norms(settings, n_kv_heads: int | None = None, window: int | None =
 
 
 def cut_notes(trace: Trace, settings) -> list[str]:
-    """One line for each sentence cut to MAX_TOKENS: how many tokens it has and how many are shown (issue 34: the
-    note inside the collapsed tokens box below the figures was not seen)."""
+    """One line for each sentence cut to MAX_TOKENS: how many tokens it has and how many are shown (a
+    note inside the collapsed tokens box below the figures goes unseen)."""
     from transformer_core.text.tokenize import TOKENIZERS, sentence_list
 
     typed = sentence_list(list(settings.sentences))

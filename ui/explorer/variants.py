@@ -1,4 +1,4 @@
-"""The explorer's attention of today (issue 36): shared key/value heads (``?n_kv_heads=``) and a sliding-window mask
+"""The explorer's attention of today: shared key/value heads (``?n_kv_heads=``) and a sliding-window mask
 with sinks (``?window=``, ``?sinks=``) on the toy model, with the parameter and KV-cache figures of the choice."""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def values(settings: Settings) -> Variant:
     the figure they change). ``n_kv_heads`` defaults to ``n_heads`` and a window to off, so a link without them shows
     the numbers it did."""
     h = settings.n_heads
-    with batch():  # one message for the three (issue 37)
+    with batch():  # one message to the browser for the three URL writes, not three
         n_kv = bind_url("explorer_n_kv_heads", "n_kv_heads", divisors(h), h)
         window = bind_url("explorer_window", "window", range(MAX_TOKENS + 1), 0)
         sinks = bind_url("explorer_sinks", "sinks", range(MAX_SINKS + 1), 0)

@@ -25,7 +25,7 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 PANEL_WIDTH_PX = 250  # lesson figures stand two or three across: about this wide at 1280 px
 LESSON_TOKENS = 24  # tokens per sentence on the lesson pages (figures stay readable)
 # second sentence when the learner typed only one, by the page's language: (short, long); the long one where the
-# learner's sentence is shorter, so that the learner's own sentence is the padded one (issue 34)
+# learner's sentence is shorter, so that the learner's own sentence is the padded one
 EXAMPLES = {
     "en": ("Hi there!", "After a long day at the busy harbour, the old fisherman finally sat down to rest."),
     "zh": ("下课了。", "今天下午，我们在安静的教室里一起认真地学习注意力机制和掩码。"),
@@ -117,7 +117,7 @@ def _titled(fig):
                                                                    thickness=8, len=1.0, title=None))
     fig.update_layout(margin_b=40)
     if fig.layout.title.text:  # 26 px for the title above the key labels and their axis title (long vertical
-        # labels such as "12: Everyone" reached it under a fixed 110-px margin: issue 34's layout audit)
+        # labels such as "12: Everyone" reached it under a fixed 110-px margin, found by scripts/layout_audit.py)
         top = max(110, (fig.layout.margin.t or 0) + 26)
         fig.update_layout(title=dict(yref="container", y=0.99, yanchor="top", x=0.01, xanchor="left"),
                           margin_t=top, height=fig.layout.height + 70 + top - 110)

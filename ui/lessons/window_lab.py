@@ -1,4 +1,4 @@
-"""The masks lab's sliding-window section (issue 36 item 4): a window of width w plus s attention sinks, on the lab's
+"""The masks lab's sliding-window section: a window of width w plus s attention sinks, on the lab's
 sentence and head, with the mask written out as numbers and the weight the first token keeps with and without sinks.
 ``?window=`` and ``?sinks=`` in the URL."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Head ablation on the MiniLM page (issue 23): pick heads, see the embedding and every later layer change; rank all 72.
+"""Head ablation on the MiniLM page: pick heads, see the embedding and every later layer change; rank all 72.
 
 Compute is cached by value (:mod:`ui.shell.cache` budget ``encoder_layers``, shared with the traces it sits beside), and
 the model is never changed: ablation runs in a thread-private context.
@@ -174,7 +174,7 @@ def minilm_section(sentences: tuple[str, ...], padding: bool, batch: int, labels
         said = (_("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
                   "one (1 = unchanged). Layers before {first} do not move; from layer {first} on:") if first else
                 _("**Ablating {heads}** ({mode}): sentence {b}'s embedding has cosine **{cos}** with the intact "
-                  "one (1 = unchanged). Every layer can move, from layer 0 on:"))  # not "layers before 0" (issue 33)
+                  "one (1 = unchanged). Every layer can move, from layer 0 on:"))  # not "layers before 0"
         st.markdown(said.format(heads=format_heads(heads, ", "), mode=_(MODE_NAMES[mode]), b=batch, cos=f"{cos:.4f}",
                                 first=first))
         long = [b for b, (seen, n) in enumerate(zip(out["embedding_tokens"], out["trace"].lengths)) if seen < n]
@@ -246,7 +246,7 @@ def _rank(sentences, padding, batch, mode, fmt, reference=None) -> None:
         except long_actions.Refused:
             pass  # the note says why and when
     # every ranking of these sentences is kept in the session, keyed by its inputs (mode, reference set): a rerun
-    # or a switch of the mode and back shows it again without the seconds of work (issue 34)
+    # or a switch of the mode and back shows it again without the seconds of work
     ranks = ss.get("minilm_rank") if isinstance(ss.get("minilm_rank"), dict) else {}
     if key not in ranks:
         what = _("**Rank the heads** ablates each head alone (72 runs, batched one layer at a time) and sorts them "

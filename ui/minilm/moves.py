@@ -1,5 +1,5 @@
 """What attention really moves, on the MiniLM page: value-weighted norms, rollout and flow, a token-pair search
-and head types (issue 22).
+and head types.
 
 Everything is computed only when asked for (the default page records only the weights, then one layer):
 

@@ -1,4 +1,4 @@
-"""Head ablation's shared controls (issue 23): the heads in the URL (``ablate=L3H7,L4H2``, ``ablate_mode=``), tile clicks
+"""Head ablation's shared controls: the heads in the URL (``ablate=L3H7,L4H2``, ``ablate_mode=``), tile clicks
 that toggle them, frames on the ablated tiles. The MiniLM and causal pages' sections use them."""
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def controls(prefix: str, n_layers: int, n_heads: int, default: tuple[str, ...])
 
 def file_stem(heads, most: int = 48) -> str:
     """The heads' part of a download's or chart's file name: every head (``L3H7,L4H2``) while short, else the first
-    three and a count (``L0H0,L0H1,L0H2+69more``): 72 heads made a 384-character name (issue 33)."""
+    three and a count (``L0H0,L0H1,L0H2+69more``): 72 heads made a 384-character name."""
     text = format_heads(heads)
     if len(text) <= most:
         return text

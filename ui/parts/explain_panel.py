@@ -154,7 +154,7 @@ def _score_step(e, tokens, *, query: int, key: int, qi: str, kj: str, key_prefix
              rf" = \frac{{{number(e.dot, '.4f')}}}{{\sqrt{{{e.d_k}}}}} = \frac{{{number(e.dot, '.4f')}}}{{{number(e.scale, '.4f')}}} = {number(e.score, '.4f')}")
     # one row per dimension (reads down, never sideways at d_k = 64), as a Markdown table in a box that scrolls past
     # 8 rows: this tab is open on a first visit, and a data grid here loaded ~1.2 MB of grid code for a table below
-    # the first screen (issue 37); Markdown's code is loaded already
+    # the first screen; Markdown's code is loaded already
     head = ["", f"q ({plain(f'{query}: {tokens[query]}')})", f"k ({plain(f'{key}: {tokens[key]}')})", "q × k"]
     rows = [[f"d{d}", *(number(v, ".4f") for v in (e.q[d], e.k[d], e.products[d]))] for d in range(e.d_k)]
     box = st.container(height=320, key=f"{key_prefix}explain_qk") if e.d_k > 8 else st.container(

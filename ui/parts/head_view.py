@@ -44,7 +44,7 @@ def controls(n_heads: int, key_prefix: str, stages: tuple[str, ...] = STAGES, n_
     A sentence picker (``?sentence=``) is shown when ``sentences`` has more than one, a layer
     picker (``?layer=``) when ``n_layers > 1``; otherwise both are 0.
     """
-    with url_batch():  # the URL's stage, head, scale, all, sentence and layer: one message (issue 37)
+    with url_batch():  # the URL's stage, head, scale, all, sentence and layer: one message
         return _controls(n_heads, key_prefix, stages, n_layers, sentences)
 
 
@@ -108,7 +108,7 @@ def chosen_cell(trace: Trace, batch: int, key_prefix: str) -> tuple[int, int]:
 
 
 # A long sentence's heatmap is taller than the screen: its answer line sticks under Streamlit's header (60 px) while
-# the student scrolls to a low row, so a click anywhere shows its answer without moving the clicked cell (issue 34).
+# the student scrolls to a low row, so a click anywhere shows its answer without moving the clicked cell.
 # (Streamlit wraps the keyed container in a layout wrapper of its own height: that wrapper is what sticks.)
 _STICKY = """<style>[data-testid="stLayoutWrapper"]:has(> .st-key-{prefix}answer) {{position: sticky; top: 60px;
   z-index: 3; background: #fff; padding: 4px 0; border-bottom: 1px solid rgba(49, 51, 63, 0.2);}}</style>"""
@@ -148,7 +148,7 @@ def _view_options(key_prefix: str, wide: bool) -> None:
 
 
 # Scrolls the answer line (the element before this one) into view, once per click: a cell low in a tall heatmap is
-# clicked with the page scrolled down, and the answer above the heatmap was then off screen (issue 34). Streamlit's
+# clicked with the page scrolled down, and the answer above the heatmap was then off screen. Streamlit's
 # header (opaque, 60 px at the top) counts as off screen: a first line under it was unreadable (MiniLM in 中文). A cell
 # click scrolls as little as it can ("nearest": the clicked cell beside the answer stays close to where it was); after
 # a tile click ("always"), the answer goes to the top: the opened head's heatmap starts beside or right under it.
@@ -219,9 +219,10 @@ def show(trace: Trace, *, batch: int, layer: int = 0, stage: str, head: int, fix
     cell = chosen_cell(trace, batch, key_prefix) if explain and _explainable(trace, layer) else None
     where = _layout(wide, key_prefix, side is not None)
     opened = st.session_state.pop(f"_{key_prefix}tile_opened", False)  # this run's only: read, even with no answer
-    st.html(figures.SCREEN_ONLY_CSS)  # the selection frames on screen; saved images stay clean (issue 34)
-    # the focused head first (issue 37): its chart and caption are sent before the options, the answer, the tiles and
-    # the formula (each goes to its own place of the layout above, whatever the order they are sent in)
+    st.html(figures.SCREEN_ONLY_CSS)  # the selection frames on screen; saved images stay clean
+    # the focused head first, so a first visit shows it soonest: its chart and caption are sent before the options,
+    # the answer, the tiles and the formula (each goes to its own place of the layout above, whatever the order they
+    # are sent in)
     with where["focus"]:
         kv = trace_kv_heads(trace.settings, data.shape[1])  # shared key/value heads: named, as on the tiles
         title = title_prefix + (_("head {head} · KV {kv} · {name}").format(head=head, kv=kv[head], name=name) if kv

@@ -206,7 +206,7 @@ def _init_from_url(page: str = "") -> None:
     can change; those count (one may be the click that caused the run). Every other control takes the URL's
     value, not its widget default: the controls greyed out on this page (the browser may resend their
     defaults, and a disabled control cannot have been clicked) and any control whose value was not resent
-    (issue 33: /causal came back with the text empty, d_model 8 and n_heads 1, and wrote them into the URL)."""
+    (once, /causal came back with the text empty, d_model 8 and n_heads 1, and wrote them into the URL)."""
     if "_url_read" in st.session_state:
         return
     values, notes = parse_query_params(st.query_params.to_dict(), language())

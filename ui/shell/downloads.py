@@ -1,4 +1,4 @@
-"""Download buttons that never fail silently after a failover (issue 33 item 3), nor under a loaded server.
+"""Download buttons that never fail silently after a failover, nor under a loaded server.
 
 A download button's file lives in the memory of the server that drew the page (``/media/<id>``, or a deferred
 file id). When that replica dies, the page stays on screen, reconnected to another replica, and its buttons

@@ -79,7 +79,7 @@ RESYNC_SECONDS = 30  # a resync rerun this soon after a move says the notice aga
 # Streamlit shows stConnectionStatus while its websocket is down; once it is gone again, click the hidden button (a
 # full rerun: on another replica, the moved session's first run). Installed once per browser tab. The click is
 # checked: every run writes a new mark (``data-run``) into this element, so a click that started no run (the button
-# still disabled, or missing while the page redraws; a loaded CI machine, issue 37) is made again, up to 10 times.
+# still disabled, or missing while the page redraws; seen on a loaded CI machine) is made again, up to 10 times.
 _RESYNC = """<style>.st-key-_ae_resync {display: none;}</style><i class="ae-run" data-run="__RUN__"></i><script>(() => {
   if (window.__aeResync) return;
   window.__aeResync = true;

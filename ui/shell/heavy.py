@@ -1,4 +1,4 @@
-"""One large computation at a time per server process, so a replica's memory is bounded by design (issue 33 item 4).
+"""One large computation at a time per server process, so a replica's memory is bounded by design.
 
 The largest legal MiniLM input (6 sentences × 512 tokens) needs ~1.2 GB more while its attention over every layer is
 computed (docs/deploy.md, ``benchmarks/bench_memory.py``). One such run fits a replica's 3 GiB; two at once, from two

@@ -2,7 +2,7 @@
 
 Streamlit (≥ 1.5x) runs a keyed ``st.expander(..., on_change="rerun")`` as a widget: opening or closing it reruns the
 page and its ``.open`` says which it is, so a page builds its content only ``if box.open``. Without that, a
-collapsed box's ``st.dataframe`` still loads the data grid's code (~1.2 MB of scripts) on a first visit (issue 37).
+collapsed box's ``st.dataframe`` still loads the data grid's code (~1.2 MB of scripts) on a first visit.
 The open state is bound to the URL (``?{url}=1``) like the page's other choices, so a rerun, a copied link and a
 moved session (ui/shell/failover.py) keep the box open.
 """

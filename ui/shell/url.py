@@ -44,7 +44,7 @@ def _number(text) -> float | None:
 
 def match(raw, options: Sequence, to_text: Callable = str, aliases: Mapping | None = None):
     """The option ``raw`` (a URL value) names, else ``_MISSING``: its text, or a number equal to a numeric option
-    (``temp=1.0``, ``0.50`` or ``1e2`` for 1, 0.5 and 100; issue 33), or a number ``aliases`` maps to an option
+    (``temp=1.0``, ``0.50`` or ``1e2`` for 1, 0.5 and 100), or a number ``aliases`` maps to an option
     (``top_p=1`` keeps every token: ``{1: "off"}``), or a word it maps, in any case (:data:`BOOL_ALIASES`), or the
     one option whose text it is in another case (``section=positions`` names ``Positions``)."""
     text = str(raw)
@@ -74,7 +74,7 @@ def match(raw, options: Sequence, to_text: Callable = str, aliases: Mapping | No
 
 def describe(options: Sequence, to_text: Callable = str, most: int = 12) -> str:
     """The valid values for a note, in full: a run of whole numbers as ``first–last`` (``0–31``), else every
-    option, or the first ones, ``…`` and the last when there are more than ``most`` (issue 33: a note listed
+    option, or the first ones, ``…`` and the last when there are more than ``most`` (a note once listed
     only the first 12, with no ``…``)."""
     texts = [to_text(o) for o in options]
     if len(texts) > 2 and all(t.lstrip("-").isdigit() for t in texts):
@@ -101,7 +101,7 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
     left in session state is then written back, so a copied URL reopens the same view.
 
     Returns the value to use this run, before the widget is drawn: read it from the return value, not from
-    ``st.session_state[key]``, which a moved session's first run may not have yet (issue 33: KeyError
+    ``st.session_state[key]``, which a moved session's first run may not have yet (it raised KeyError
     'minilm_pair'). On that run (ui/shell/failover.py) the URL fills in every widget the browser did not
     resend; a widget it did resend keeps the browser's value (the click that caused the run), and
     :func:`settle_moved_run` reruns the page if that value differs from the one returned here.
@@ -161,7 +161,7 @@ _BATCH = threading.local()  # the script thread's open batch (a dict of pending 
 @contextlib.contextmanager
 def batch():
     """The URL writes of the :func:`bind_url` calls inside go out as one ``st.query_params.update``: Streamlit sends a
-    message for each change of the address (a first visit of the explorer sent 17 of them, issue 37). Only around
+    message for each change of the address (a first visit of the explorer sent 17 of them). Only around
     :func:`bind_url` calls: a direct ``st.query_params[…]`` write inside would be overwritten by the batch's."""
     if getattr(_BATCH, "pending", None) is not None:  # nested: the outer batch writes them
         yield
