@@ -180,7 +180,7 @@ def tiled_heads(data: np.ndarray, tokens, stage: str, *, visible: np.ndarray | N
                            y1=r * (m_r + g_r) + m_r - 0.5 + pad, line=dict(color=SCREEN_ONLY_LINE, width=2.5)))  # on screen only
     axis_ticks = {}
     if labels:  # token labels on the left tiles and above the top row of tiles, every k-th where they would touch
-        # (a tile's ~tile_px side over its cells; issue 34: 60 tokens' labels ran together on 380-px tiles)
+        # (a tile's ~tile_px side over its cells; 60 tokens' labels ran together on 380-px tiles)
         rows_at = fitted_positions(m_r, tile_px, 10) if step_r == 1 else []
         cols_at = fitted_positions(m_c, tile_px, 10) if step_c == 1 and pattern else []
         axis_ticks = dict(

@@ -50,14 +50,14 @@ def across_layers_figure(values: np.ndarray, last_mean: np.ndarray, tokens, view
     zrange = (0.0, top if top > 0 else 1.0)
     labels = [label(t, i) for i, t in enumerate(tokens)]
     ticks = [short_label(t, i) for i, t in enumerate(tokens)]
-    # every k-th label where one per row or column would not fit (issue 34: at 134 tokens the query labels ran into
+    # every k-th label where one per row or column would not fit (at 134 tokens the query labels ran into
     # one grey block): the plot is about the figure's height less the input labels under it, and half its width
     font = 10
     depth = max((display_width(t) for t in ticks), default=1) * 6.5 + 30 if n > 8 else 30
     # (font + 2: the page's own font, not the figures' system font, draws these labels a little larger)
     rows_shown = fitted_positions(n, height - 50 - depth, font + 2)
     cols_shown = fitted_positions(n, (width_px - 300) / 2, font + 2) if n > 8 else list(range(n))
-    # each title wrapped to its half of the figure (issue 34: flow's long title ran into the right one's)
+    # each title wrapped to its half of the figure (flow's long title ran into the right one's)
     titles = [wrap(t, 12, (width_px - 120) / 2, em=0.56) for t in (
         _("{view}: input tokens reaching each output").format(view=_(VIEW_TITLES[view])),
         _("Layer {layer} only: mean weight over heads").format(layer=last_layer))]

@@ -52,7 +52,7 @@ def describe(trace: Trace, batch: int, words_max: int = 90) -> str:
         model += _(", {heads} ablated ({mode})").format(heads=s["ablate"], mode=s.get("ablate_mode", "zero"))
     names = {"causal": _("causal"), "padding": _("padding")}
     masks = [names[m] for m in names if s.get(m)]
-    if isinstance(s.get("window"), int):  # the toy's sliding window with sinks (issue 36)
+    if isinstance(s.get("window"), int):  # the toy's sliding window with sinks
         masks.append(_("sliding window (w = {w}, s = {s})").format(w=s["window"], s=s.get("sinks", 0)))
     mask = _("{names} mask").format(names=" + ".join(masks)) if masks else _("no mask")
     words = " ".join(trace.tokens[batch][: trace.lengths[batch]])

@@ -49,7 +49,7 @@ WIDE_TOKENS = 24  # above this, the app draws the focused heatmap across the who
 CELL_OUTLINE = "#ff2b2b"  # the chosen cell's frame (red: seen on Viridis and on RdBu)
 # Selection marks (the explained cell's frame, the focused tile's frame) are drawn in this colour, fully transparent:
 # the app's page style shows them (SCREEN_ONLY_CSS), while a saved image has no page style, so the camera's PNG/SVG
-# (plotly.js draws a copy of the figure into a file) and kaleido's exports come out clean (issue 34).
+# (plotly.js draws a copy of the figure into a file) and kaleido's exports come out clean.
 SCREEN_ONLY_LINE = "rgba(255,43,43,0)"
 SCREEN_ONLY_CSS = ("<style>.js-plotly-plot .shapelayer path[style*='stroke: rgb(255, 43, 43)']"
                    "{stroke-opacity: 1 !important;}</style>")
@@ -196,7 +196,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
     heat = dict(
         type="heatmap", name="values", z=blank_blocked(matrix, visible), x=xs, y=ys,
         zmin=zmin, zmax=zmax, colorscale=colorscale, hoverongaps=False, xgap=xgap, ygap=ygap, showscale=show_scale,
-        # tick labels under their ticks: the top one (the largest value) stays below the bar's title (issue 34)
+        # tick labels under their ticks: the top one (the largest value) stays below the bar's title
         colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10), title=dict(text=scale_title, font=dict(size=11)),
                       ticklabelposition="outside bottom"),
         hovertemplate=f"{row_title} %{{y}}<br>{col_title} %{{x}}<br>{value} %{{z:.4f}}<extra></extra>",
@@ -228,7 +228,7 @@ def heatmap(matrix: np.ndarray, row_labels: list[str], col_labels: list[str], *,
         plot_px = min(plot_px, size - 110)
     # with a gap of a few px to the next: at d_head 16, "d10d11d12…" touched and read as one word
     angle = 0 if longest * 7 + 6 <= plot_px / max(1, len(xticks)) else -90
-    if fit_ticks:  # narrow panels: every k-th label where a label per row or column would not fit (issue 34)
+    if fit_ticks:  # narrow panels: every k-th label where a label per row or column would not fit
         plot_h = size - ((longest * 7 + 8 if angle else 18) + 34) - 70  # less the labels above and the caption
         if square:  # one cell = one square: the shorter side sets both (the key labels' too)
             plot_h = plot_px = min(plot_h, plot_px)
@@ -331,7 +331,7 @@ def stage_figure(trace: Trace, stage: str, *, batch: int = 0, head: int = 0, lay
                   scale_title=_("÷ row max") if row_scale else _(STAGE_SHORT.get(stage, stage)), row_ticks=ticks,
                   width_px=width_px, square=square,
                   # the app's focused head (``source``): every k-th label where one per token would overlap (SmolLM2
-                  # at 23 tokens beside the tiles; across the column, 60 tokens' 10-px labels in ~9-px rows: issue 34)
+                  # at 23 tokens beside the tiles; across the column, 60 tokens' 10-px labels in ~9-px rows)
                   fit_ticks=source is not None if fit_ticks is None else fit_ticks)
     if stage in PATTERN_STAGES:
         visible = trace.visible(batch).copy()

@@ -15,7 +15,7 @@ def tick_positions(n: int, max_ticks: int = MAX_TICKS) -> list[int]:
 def fitted_positions(n: int, axis_px: float, font_px: float, max_ticks: int = MAX_TICKS) -> list[int]:
     """:func:`tick_positions`, thinned further (every k-th) so that labels ``font_px`` high, stacked across an axis
     about ``axis_px`` long, never touch: a label's box is ~1.3 × its font size across in Chromium, ~1.36 × for Chinese
-    (issue 34: the masks lab's key labels at 14 and 24 tokens, MiniLM's rollout query labels at 134 tokens ran into one
+    (the masks lab's key labels at 14 and 24 tokens, MiniLM's rollout query labels at 134 tokens ran into one
     block; the layout audit measured the boxes)."""
     step = max(-(-n // max_ticks), math.ceil(1.4 * font_px / max(axis_px / max(n, 1), 1e-6)))
     return list(range(0, n, max(1, step)))

@@ -95,7 +95,7 @@ class _HugeNumber(ValueError):
     """A whole number with more digits than :attr:`Limits.digits` (raised while parsing)."""
 
 
-# json's own messages (Python's English), in the session's language (issue 33: "Expecting value: line 1 column 1
+# json's own messages (Python's English), in the session's language (not "Expecting value: line 1 column 1
 # (char 0)" on a Chinese page)
 _JSON_MESSAGES = {
     "Expecting value": N_("a value was expected"),
