@@ -73,5 +73,39 @@ def test_ablating_a_head_of_a_local_checkpoint_zeroes_its_context_and_is_said(ti
     _, reference = tc.hf_run_without_head(hf, data["settings"]["ids"], 0, 1)
     ours = np.array(data["stages"]["layers.1.attention.weights"]["data"])[0]
     assert np.abs(ours - reference[1].numpy()).max() <= 1e-4
-    assert main([*argv, "--ablate", "L0H1", "--ablate-mode", "mean"]) == 2
-    assert "zero only" in capsys.readouterr().err
+    assert main([*argv, "--ablate", "L0H1", "--ablate-mode", "mean_sentence"]) == 2
+    assert "zero or mean" in capsys.readouterr().err  # later tokens would leak into earlier positions
+
+
+def test_mean_ablation_of_a_local_checkpoint_puts_hugging_faces_reference_mean_in(tiny_checkpoints, capsys):
+    """``--ablate-mode mean`` on a decoder: the head's context is its mean over the IOI reference prompts run on the
+    same model (pooled over positions); layer 1's weights equal Hugging Face's with o_proj's input slice of L0H1
+    replaced by that mean (hooks on Hugging Face's own model), and differ from zero ablation's."""
+    from test_decoder_mean_ablation import _hf_means
+    from tokenizers import Tokenizer
+
+    from transformer_core.analysis.ablation.next_token import REFERENCE_SETS
+
+    folder, hf = tiny_checkpoints["qwen3"]
+    argv = ["--model", str(folder), "--text", tc.TEXT, "--layer", "1", "--format", "json", "--out", "-",
+            "--ablate", "L0H1"]
+    assert main([*argv, "--ablate-mode", "mean"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["settings"]["ablate_mode"] == "mean"
+    d_head = getattr(hf.config, "head_dim", None) or hf.config.hidden_size // hf.config.num_attention_heads
+    means = _hf_means(hf, Tokenizer.from_file(str(folder / "tokenizer.json")), REFERENCE_SETS["ioi"], d_head)
+
+    def put_mean(_module, args):
+        x = args[0].clone()
+        x[..., d_head:2 * d_head] = means[0][1].to(x.dtype)
+        return (x,)
+
+    hook = hf.model.layers[0].self_attn.o_proj.register_forward_pre_hook(put_mean)
+    try:
+        _, reference = tc.hf_run(hf, data["settings"]["ids"])
+    finally:
+        hook.remove()
+    ours = np.array(data["stages"]["layers.1.attention.weights"]["data"])[0]
+    assert np.abs(ours - reference[1].numpy()).max() <= 1e-4
+    _, zeroed = tc.hf_run_without_head(hf, data["settings"]["ids"], 0, 1)
+    assert np.abs(ours - zeroed[1].numpy()).max() > 1e-3  # the mean is not zero ablation under another name

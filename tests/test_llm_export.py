@@ -42,7 +42,7 @@ def test_json_and_limits(core_trace, tmp_path):
     assert len(data["tokens"][0]) == 16
     assert main(["--model", "smollm2", "--text", "a\nb"]) == 2
     assert main(["--model", "smollm2", "--text", "a", "--n-heads", "4"]) == 2
-    assert main(["--model", "smollm2", "--text", "a", "--ablate", "L1H1", "--ablate-mode", "mean"]) == 2  # zero only
+    assert main(["--model", "smollm2", "--text", "a", "--ablate", "L1H1", "--ablate-mode", "mean_sentence"]) == 2
 
 
 def test_missing_model_names_the_pip_command(monkeypatch, capsys, tmp_path):

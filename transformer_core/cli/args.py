@@ -202,10 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, help=_("causal: training checkpoint (default: the final model)"))
     p.add_argument("--ablate", metavar="HEADS",
                    help=_("minilm/causal: heads to ablate, e.g. L3H7,L4H2 (their context replaced before W_O)") + "; " +
-                   _("smollm2 or a local checkpoint: zero mode"))
+                   _("smollm2 or a local checkpoint: zero or mean mode"))
     p.add_argument("--ablate-mode", choices=("zero", "mean", "mean_sentence"), default="zero",
                    help=_("zero: context = 0 (as head_mask did); mean: its mean per position over a reference set "
-                          "(MiniLM: 16 everyday sentences; causal: 64 repeated sequences, seed 2024); mean_sentence: "
+                          "(MiniLM: 16 everyday sentences; causal: 64 repeated sequences, seed 2024; smollm2 and local "
+                          "checkpoints: 6 IOI-shaped prompts, pooled over positions); mean_sentence: "
                           "its mean over the same sentence's real tokens (default zero)"))
     p.add_argument("--d-model", type=_bounded("d_model"),
                    help=_("toy: width of every token vector, {range} (default 64)").format(range=_range("d_model")))

@@ -130,18 +130,23 @@ def build_trace(args: argparse.Namespace) -> Trace:
     if isinstance(face, Decoder):
         if not args.ablate:
             return run_smollm2_trace(args, sentences, face)
-        if args.ablate_mode != "zero":  # a mean needs a reference set, which the decoders have only on their page
-            raise UsageError(_("--ablate-mode {mode}: SmolLM2 and local checkpoints ablate with zero only").format(
-                mode=args.ablate_mode))
+        # a sentence's own mean would put later tokens' contexts into earlier positions of a causal model
+        if args.ablate_mode == "mean_sentence":
+            raise UsageError(_("--ablate-mode mean_sentence: SmolLM2 and local checkpoints ablate with zero or "
+                               "mean (a sentence's own mean would show earlier tokens what comes later)"))
+        from ..analysis.ablation.next_token import decoder_reference
         from ..models.gguf_weights import SmolLM2Unavailable
 
         try:
             sizes = face.config
+            heads = _heads(args, sizes.n_layers, sizes.n_heads)
+            # mean: each head's context averaged over the IOI reference prompts run on this model, pooled over
+            # positions (the real-LLM page's variant)
+            reference = decoder_reference("ioi", face) if args.ablate_mode == "mean" else None
         except SmolLM2Unavailable as err:
             raise ExportError(_("SmolLM2 export is unavailable: {reason}").format(reason=err)) from err
-        heads = _heads(args, sizes.n_layers, sizes.n_heads)
-        with face.intervene(heads):  # each head's context zeroed before W_O
-            return _marked(run_smollm2_trace(args, sentences, face), heads, "zero")
+        with face.intervene(heads, args.ablate_mode, reference=reference):
+            return _marked(run_smollm2_trace(args, sentences, face), heads, args.ablate_mode)
     if args.ablate:
         raise UsageError(_("--ablate applies only to --model minilm or causal"))
     opt = {k: (getattr(args, k) if getattr(args, k) is not None else v) for k, v in TOY_DEFAULTS.items()}
