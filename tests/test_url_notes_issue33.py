@@ -31,6 +31,8 @@ def test_a_note_names_the_full_range_of_a_long_option_list():
     assert describe(range(32)) == "0–31"
     assert describe(["a", "b"]) == "a, b"
     assert describe([f"x{i}" for i in range(20)]).endswith("x9, …, x19")
+    long = "Q" * 300
+    assert describe(["SmolLM2-135M", long]) == "SmolLM2-135M, " + "Q" * 39 + "…"  # not 300 characters
 
 
 @pytest.mark.parametrize("query, expected", [

@@ -72,11 +72,13 @@ def match(raw, options: Sequence, to_text: Callable = str, aliases: Mapping | No
     return _MISSING
 
 
-def describe(options: Sequence, to_text: Callable = str, most: int = 12) -> str:
+def describe(options: Sequence, to_text: Callable = str, most: int = 12, longest: int = 40) -> str:
     """The valid values for a note, in full: a run of whole numbers as ``first–last`` (``0–31``), else every
     option, or the first ones, ``…`` and the last when there are more than ``most`` (a note once listed
-    only the first 12, with no ``…``)."""
+    only the first 12, with no ``…``). An option longer than ``longest`` characters shows its start and ``…`` (an
+    operator's 300-character model label filled the note)."""
     texts = [to_text(o) for o in options]
+    texts = [t if len(t) <= longest else t[:longest - 1].rstrip() + "…" for t in texts]
     if len(texts) > 2 and all(t.lstrip("-").isdigit() for t in texts):
         numbers = [int(t) for t in texts]
         if numbers == list(range(numbers[0], numbers[0] + len(numbers))):
