@@ -1,4 +1,4 @@
-"""The layout probe of issue 34 item 1, shared by tests/test_browser_issue34.py and scripts/layout_audit.py: every
+"""The layout probe, shared by tests/test_browser_issue34.py and scripts/layout_audit.py: every
 drawn text of every Plotly chart on a page, and the pairs of a chart's texts that lie over each other."""
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def probe(page) -> tuple[list[dict], dict[int, list[tuple]]]:
 
 
 def small(texts: list, min_px: float = 10) -> list[str]:
-    """Texts drawn in a font under ``min_px`` px (issue 34: every label ≥ 10 px)."""
+    """Texts drawn in a font under ``min_px`` px (every label must be ≥ 10 px)."""
     return [t[4] for t in texts if len(t) > 6 and t[6] < min_px - 0.01]
 
 

@@ -48,7 +48,7 @@ def test_clicking_a_tile_focuses_its_head_and_frames_its_tile():
     at.run()
     assert focus(at)["layout"]["meta"]["head"] == 5 and at.query_params["head"] == "5"
     after = tiles(at, "weights")[0]
-    # (was: tiles byte-identical; issue 20 asks for the focused head framed, so only the frame moves)
+    # (was: tiles byte-identical; now the focused head is framed, so only the frame moves)
     assert (before["layout"]["meta"]["focus"], after["layout"]["meta"]["focus"]) == (0, 5)
     assert before["data"] == after["data"]  # same cells: only the frame moved
     (frame,) = after["layout"]["shapes"]
@@ -223,7 +223,7 @@ def test_camera_button_format_follows_the_sidebar_choice():
 
 
 def test_the_closed_box_of_tokens_and_downloads_sends_no_table_until_opened():
-    """Issue 37: a collapsed expander's data grid is not built or sent (a first visit loaded ~1.2 MB of grid code
+    """A collapsed expander's data grid is not built or sent (a first visit loaded ~1.2 MB of grid code
     for it); opening the box reruns the page with it, and ``?tables=1`` keeps it open (a rerun, a copied link)."""
     at = run(text="the cat saw the cat")
     box = next(e for e in at.expander if e.label.startswith("Tokens, downloads"))
@@ -240,7 +240,7 @@ def test_the_closed_box_of_tokens_and_downloads_sends_no_table_until_opened():
 
 
 def test_the_focused_head_is_sent_before_the_tiles_and_the_explain_panel(monkeypatch):
-    """Issue 37: the focused head's chart is drawn (so sent) first, before the tiles and the explain panel; each is
+    """The focused head's chart is drawn (so sent) first, before the tiles and the explain panel; each is
     placed by its column, not by the order the elements arrive in."""
     from ui.parts import explain_panel, head_view
 
@@ -255,7 +255,7 @@ def test_the_focused_head_is_sent_before_the_tiles_and_the_explain_panel(monkeyp
 
 
 def test_a_batch_of_url_bindings_changes_the_address_once(monkeypatch):
-    """Issue 37: Streamlit sends a message for every change of ``st.query_params``; the bindings inside
+    """Streamlit sends a message for every change of ``st.query_params``; the bindings inside
     ``url.batch()`` write theirs in one update (a first visit of the explorer sent 17 such messages)."""
     from streamlit.runtime.state.query_params import QueryParams
 

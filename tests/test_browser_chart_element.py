@@ -1,4 +1,4 @@
-"""Issue 37, our Plotly element (ui/shell/chart.py) in headless Chromium, in English and Chinese: it draws in the light
+"""Our Plotly element (ui/shell/chart.py) in headless Chromium, in English and Chinese: it draws in the light
 DOM with plotly.js's cartesian bundle (no st.plotly_chart), a hover shows the cell's text, a click on a tile centre
 opens that head, the modebar's camera saves a PNG, and the camera's tooltip is in the page's language.
 

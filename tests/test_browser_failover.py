@@ -1,11 +1,11 @@
-"""Issue 33, end to end: a student on /causal, the explorer or /minilm whose replica is killed under deploy/run_local.py (nginx, two
+"""Failover, end to end: a student on /causal, the explorer or /minilm whose replica is killed under deploy/run_local.py (nginx, two
 replicas) keeps the link's settings, greyed out on that page, and gets a download that works.
 
 Chromium reconnects by itself to the survivor, and the page reruns whole there by itself (ui/shell/failover.py
 resync_on_reconnect): the notice shows and the download buttons point at the survivor before the student clicks, so
-the first click downloads the CSV (issue 33 item 3: before, that click got the dead replica's 404 and nothing said
+the first click downloads the CSV (before, that click got the dead replica's 404 and nothing said
 so; a click that still races the move is said again as a toast, tests/test_moved_session_settings.py).
-The sidebar's text, d_model and n_heads are still the link's (item 2: before, text empty, d_model 8, n_heads 1).
+The sidebar's text, d_model and n_heads are still the link's (before, text empty, d_model 8, n_heads 1).
 """
 from __future__ import annotations
 

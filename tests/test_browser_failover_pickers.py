@@ -1,4 +1,4 @@
-"""Issue 34 item 7, end to end: the head picker never disagrees with the figure, after a failover as after an edit.
+"""End to end: the head picker never disagrees with the figure, after a failover as after an edit.
 
 A student on the explorer at ``head=2`` under deploy/run_local.py (nginx, two replicas) opens head 5 by a tile click;
 then the replica that serves the page is killed three times (and started again, as run_local.py's supervisor does),

@@ -1,6 +1,6 @@
 """At 1280×720 (a classroom projector), in headless Chromium: sidebar controls that do nothing on a page are
 disabled with the reason and cannot rerun it; the tables that were cut off fit; the focused figure's caption
-(now its header) is in view (issue 20 item 4).
+(now its header) is in view.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Partial reruns (issue 24, ``ui/shell/fragments.py``), in headless Chromium: a click inside a fragment reruns only it.
+"""Partial reruns (``ui/shell/fragments.py``), in headless Chromium: a click inside a fragment reruns only it.
 
 What the server sends is read from the websocket (Playwright sees the frames decompressed): a full run sends
 the sidebar again (its "Chart camera button saves" label), a fragment run only the fragment's own

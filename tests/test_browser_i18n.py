@@ -1,4 +1,4 @@
-"""Switching the language keeps the view (issue 21), in headless Chromium: on a lesson tab, English → 中文 → English
+"""Switching the language keeps the view, in headless Chromium: on a lesson tab, English → 中文 → English
 keeps the same tab (Streamlit resets a tab whose label changes, streamlit #8239), the same sentence and head, and
 the pickers show their options in the new language (not a stale label). A ``?lang=zh`` link opens in Chinese."""
 from __future__ import annotations

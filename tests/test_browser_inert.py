@@ -1,4 +1,4 @@
-"""Issue 11 item 10 and issue 14 item 2, in headless Chromium: text from a link, the text box or an uploaded file
+"""User text stays inert, in headless Chromium: text from a link, the text box or an uploaded file
 renders as plain text in notes, pickers, the masks lab's row note and figures: no clickable foreign link
 (``<a>``), no icon span, and the text reads exactly as typed."""
 from __future__ import annotations

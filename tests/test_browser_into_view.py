@@ -1,4 +1,4 @@
-"""Issue 34 item 2, what a selection in a per-head statistics table shows at 1280×720: the head it opened, above the
+"""What a selection in a per-head statistics table shows at 1280×720: the head it opened, above the
 table, comes into view with its Stage / Layer / Head row (before, nothing moved: the opened head was off screen)."""
 from __future__ import annotations
 

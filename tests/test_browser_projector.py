@@ -1,4 +1,4 @@
-"""What a class sees on a projector (issue 20), in headless Chromium at 1280×720 and 1440×900.
+"""What a class sees on a projector, in headless Chromium at 1280×720 and 1440×900.
 
 Pickers always show an option of the current text; a clicked cell is outlined and explained in
 view; 128 tokens fill the column with readable ticks; no text of a heatmap is covered or clipped.

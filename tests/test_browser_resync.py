@@ -1,6 +1,6 @@
 """The hidden resync click (ui/shell/failover.py resync_on_reconnect) is checked, not trusted: when the page's
 connection comes back and the first click starts no run (here the button is still disabled, as on a loaded machine
-where the CI's failover test saw no notice for 120 s, issue 37), the script clicks again until a run has come.
+where the CI's failover test saw no notice for 120 s), the script clicks again until a run has come.
 
 The connection's drop is played by adding and removing Streamlit's ``stConnectionStatus`` element; a run is seen by
 the script's own mark (``data-run``), which every run renews."""

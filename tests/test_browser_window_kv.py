@@ -1,5 +1,5 @@
 """The explorer with shared key/value heads and a sliding window, and the masks lab's sliding-window tab, in headless
-Chromium at 1280×720 in English and 中文 (issue 36 items 2 and 4): the tiles name each head's key/value head, the
+Chromium at 1280×720 in English and 中文: the tiles name each head's key/value head, the
 focused head's weights are zero outside the window and its sink, the lab draws the w = 3, s = 1 mask. Screenshots go
 to tmp_path (or $ATTENTION_DOCS_IMAGES) for a person to look at."""
 from __future__ import annotations

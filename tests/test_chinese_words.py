@@ -1,6 +1,6 @@
-"""Chinese typed as words: the word-level tokenizer cuts runs of Han characters with jieba (issue 21).
+"""Chinese typed as words: the word-level tokenizer cuts runs of Han characters with jieba.
 
-Before issue 21 every Chinese character was a token (我 / 们 / 今 / 天 …): the first tests fail on that code.
+Before, every Chinese character was a token (我 / 们 / 今 / 天 …): the first tests fail on that code.
 """
 from __future__ import annotations
 

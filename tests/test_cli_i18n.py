@@ -1,4 +1,4 @@
-"""Issue 21: the export command speaks the asked language — ``--lang zh`` (read before parsing, so a parse error
+"""The export command speaks the asked language — ``--lang zh`` (read before parsing, so a parse error
 and ``--help`` are in Chinese too), else the system's locale (LC_ALL, LC_MESSAGES, LANG). Each bad command below
 fails with one Chinese line; the same command with ``--lang en`` gives the English line."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 11 item 8: same settings ⇒ bit-identical numbers, however many sessions run at once.
+"""Same settings ⇒ bit-identical numbers, however many sessions run at once.
 
 Every seeded computation (the toy encoder's weights and trace, the masks lab's dropout, the
 float16 module, the pipeline's walkthrough) draws from a ``torch.Generator`` owned by the call.

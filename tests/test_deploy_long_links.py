@@ -1,4 +1,4 @@
-"""Long links through nginx (issue 33): the app accepts a sentence of up to 4,000 characters in its link
+"""Long links through nginx: the app accepts a sentence of up to 4,000 characters in its link
 (?text=…); nginx must pass every such link to Streamlit. With nginx's default buffers (4 × 8k) a link of
 ~1,000 Chinese characters (> 8 KB percent-encoded) was answered "414 Request-URI Too Large"."""
 from __future__ import annotations

@@ -102,7 +102,7 @@ def test_panel_on_the_explorer_follows_the_url_and_the_pickers():
     at.session_state["explorer_explain_step"] = "3 · Softmax"
     at.run()
     assert f"= {e.weight:.4f}" in _latex(at) and any("Sum of exp" in c.value for c in at.caption)
-    # the row's table only: the token table's box is closed (issue 37), and the score step's table is gone with its tab
+    # the row's table only: the token table's box is closed, and the score step's table is gone with its tab
     assert r"q_{4} \cdot k_{2}" not in _latex(at) and len(at.dataframe) == 1
     row = next(d.value for d in at.dataframe if "exp(score − m)" in d.value.columns)
     assert list(row["key"]) == ["0: the", "1: cat", "▶ 2: sat", "3: on", "4: the", "5: mat"]  # the chosen key

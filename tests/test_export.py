@@ -111,7 +111,7 @@ def test_json_round_trip_reproduces_the_trace(trace):
 
 def test_json_round_trip_without_mask_and_with_nan():
     """Writing is lossless (NaN and inf as strings, −0.0 kept); reading accepts only what a forward pass
-    captures (issue 19 item 3): −0.0 comes back bit for bit, NaN and inf are refused with their position."""
+    captures: −0.0 comes back bit for bit, NaN and inf are refused with their position."""
     t = run_toy(["hello world"], EncoderConfig(d_model=8, n_heads=2, d_ff=16), padding=False)
     assert t.mask is None
     stages = dict(t.stages)

@@ -1,4 +1,4 @@
-"""The export writes only what it has checked (issue 33): no empty image at a tiny --scale, no PNG/SVG that is not
+"""The export writes only what it has checked: no empty image at a tiny --scale, no PNG/SVG that is not
 one, one line when standard output is closed, a legal long file name, the system's errors in the asked language,
 and no Chromium start-up noise before the export's own error. Each case failed on the code before."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fonts for every drawing (issue 21): a PNG of Chinese draws real glyphs when the fonts are installed, and the
+"""Fonts for every drawing: a PNG of Chinese draws real glyphs when the fonts are installed, and the
 export command warns, once, when no installed font covers the text.
 
 "No font" is made real, not mocked: a fontconfig file that lists only DejaVu (``FONTCONFIG_FILE``), which

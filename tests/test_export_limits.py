@@ -1,4 +1,4 @@
-"""Issue 14 item 4: the export command states its limits in --help and checks them before any work:
+"""The export command states its limits in --help and checks them before any work:
 exit 2 with one line, never a traceback, a 40 GB allocation or a 92-second run."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 19 item 5: the export command writes only regular files (or into a folder), checked before any work, so a
+"""The export command writes only regular files (or into a folder), checked before any work, so a
 FIFO never hangs it; ``--out -`` writes CSV, JSON, SVG or HTML to standard output."""
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ QUERIES = {"": {"text": "the cat sat on the mat", "stage": "weights", "head": "1
 
 
 def test_every_page_survives_a_moved_session_whose_first_run_has_no_widget_states(server):
-    """Issue 19 item 6: a browser that reconnects to a server lacking its session, on any of the five pages, and
+    """A browser that reconnects to a server lacking its session, on any of the five pages, and
     whose first rerun carries no widget state (the causal page once raised KeyError 'causal_period')."""
     async def scenario(page: str):
         s = StreamlitSession(server)

@@ -1,7 +1,7 @@
 """The app's focused head (``stage_figure(source=…)``, square cells) labels every k-th token where one label per
 token would overlap, on both axes alike: at 23 tokens the ~200-px plot's key labels ran into each other (SmolLM2
 page at 1280×720) while the query labels had been thinned. 14 tokens keep every label; a head drawn across the column
-(a height given, beyond WIDE_TOKENS) thins too where its rows are narrower than a label (issue 34's layout audit: at
+(a height given, beyond WIDE_TOKENS) thins too where its rows are narrower than a label (the layout audit: at
 60 tokens the 10-px labels of ~9-px rows touched; before, every token up to MAX_TICKS was labelled)."""
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ def test_special_keys():
 
 
 def test_special_keys_count_positions_not_strings():
-    """Issue 11 item 4: only the tokenizer's own [CLS] (position 0), [SEP] (length − 1) and the
+    """Only the tokenizer's own [CLS] (position 0), [SEP] (length − 1) and the
     padding (from the length on) are special; the same strings elsewhere are not."""
     tokens = ("[CLS]", "see", "[PAD]", "[SEP]", "here", "[SEP]", "[PAD]")
     assert special_keys(tokens, length=6).tolist() == [True, False, False, False, False, True, True]

@@ -1,4 +1,4 @@
-"""One large computation at a time, and only if it fits in memory (ui/shell/heavy.py, issue 33 item 4).
+"""One large computation at a time, and only if it fits in memory (ui/shell/heavy.py).
 
 Threads stand in for two students' script runs; the Streamlit calls the gate makes while waiting run in bare mode
 (no page), which is enough to see that it waits, counts and gives the slot back.

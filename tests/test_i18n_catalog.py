@@ -1,4 +1,4 @@
-"""The translation catalogs (issue 21): every message the code marks has a Chinese translation, none empty or fuzzy,
+"""The translation catalogs: every message the code marks has a Chinese translation, none empty or fuzzy,
 every placeholder kept; the catalogs are up to date with the code, the committed .mo is the compiled .po, and every
 lesson text has its Chinese twin with the same sections.
 

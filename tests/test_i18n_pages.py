@@ -1,4 +1,4 @@
-"""Every page and every lesson tab in Chinese (issue 21): ``?lang=zh`` runs without an exception, and no visible
+"""Every page and every lesson tab in Chinese: ``?lang=zh`` runs without an exception, and no visible
 English sentence is left outside code and formulas. Prints the share of visible texts that hold Chinese.
 
 Visible texts: titles, headers, Markdown, captions, notes (info, warning, error), widget labels and help texts, tab

@@ -1,4 +1,4 @@
-"""Issue 21: an uploaded trace's refusal reads in the page's language. Each case below breaks a hand-written
+"""An uploaded trace's refusal reads in the page's language. Each case below breaks a hand-written
 trace in one way (a type, a shape, a relation, a number); the English line is the schema's own, and the Chinese
 line holds Chinese and no English sentence (stage names, shapes and quoted values stay as they are)."""
 from __future__ import annotations

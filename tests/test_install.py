@@ -179,7 +179,7 @@ def _title(fig: dict) -> str:
 
 
 def test_the_notebook_runs_headless_and_shows_plotly_figures():
-    """CI executes the notebook; its two figures are slides (issue 34 item 8): square cells, a title naming the layer
+    """CI executes the notebook; its two figures are slides: square cells, a title naming the layer
     and the head, and one colour bar on the all-heads figure, measured in the figures' JSON as the kernel sent it."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

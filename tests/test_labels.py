@@ -1,4 +1,4 @@
-"""Issue 11 item 7 and issue 14 item 5: labels show no escape characters, cut sentences at a word boundary
+"""Labels show no escape characters, cut sentences at a word boundary
 with "…", and say counts in plain English; a backslash token stays visible. Plus the text helpers."""
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_explorer_picker_and_cut_note():
     assert not at.exception
     assert at.selectbox(key="explorer_batch").options == ["0: w0 w1 w2 w3 w4 w5 w6 w7 w8 w9…",
                                                           "1: The road was very muddy after…"]
-    # above the figures, whether or not the box of tokens is open (issue 34); the box's own note when it is open
+    # above the figures, whether or not the box of tokens is open; the box's own note when it is open
     top = "Sentence 0 has 130 tokens: only its first 128 are shown (at most 128 tokens a sentence)."
     assert [i.value for i in at.info if "tokens" in i.value] == [top]
     at = new_app(text=text, tables="1").run()

@@ -1,4 +1,4 @@
-"""The SmolLM2 page in headless Chromium at 1280×720, in English and 中文 (issue 32): the first visit draws the
+"""The SmolLM2 page in headless Chromium at 1280×720, in English and 中文: the first visit draws the
 predictions and the head grid; a click on a tile of the grid opens that head (under the grid, as wide as the page), and
 the page brings the open head onto the screen. Times are printed (first render, click → head drawn). Screenshots go
 to tmp_path (or $ATTENTION_DOCS_IMAGES), never into the checkout."""

@@ -1,4 +1,4 @@
-"""AppTest of the SmolLM2 page (issue 32): its numbers are the core's and Hugging Face's, every choice goes to and
+"""AppTest of the SmolLM2 page: its numbers are the core's and Hugging Face's, every choice goes to and
 comes from the URL, bad URL values give a note and never an exception, it speaks Chinese, a long prompt is cut with a
 note, and a missing model gives the pip command in the page's language — never a traceback.
 

@@ -1,4 +1,4 @@
-"""Issue 11 item 5: a non-boolean mask is refused, never silently inverted.
+"""A non-boolean mask is refused, never silently inverted.
 
 ``F.scaled_dot_product_attention`` (torch docs, ``attn_mask``): "A boolean mask where a value
 of True indicates that the element *should* take part in attention. A float mask of the same

@@ -1,5 +1,5 @@
 """The largest legal input through every MiniLM view in one session, on a real server, under the replica's memory
-limit (issue 33 item 4): 6 lines × 510 Chinese characters = 6 × 512 MiniLM tokens, the views opened in turn by their
+limit: 6 lines × 510 Chinese characters = 6 × 512 MiniLM tokens, the views opened in turn by their
 links as in ``benchmarks/bench_memory.py``, the server's RSS sampled every 20 ms with psutil.
 
 The server runs with the replicas' environment (``deploy/run_local.REPLICA_ENV``: ``AE_MEMORY_LIMIT_MB=3072``), so

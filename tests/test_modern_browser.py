@@ -1,4 +1,4 @@
-"""The "Attention since 2017" page in headless Chromium at 1280×720, in English and 中文 (issue 36): every tab
+"""The "Attention since 2017" page in headless Chromium at 1280×720, in English and 中文: every tab
 opens from its link, and its answer — the main figure and the number or table that goes with it — is drawn inside
 the first screen. Screenshots are saved in tmp_path (or $ATTENTION_DOCS_IMAGES) for a person to look at."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 36 item 6 and item 3's live timing: every tab of "Attention since 2017" offers its numbers as JSON (strict
+"""Exports and live timing: every tab of "Attention since 2017" offers its numbers as JSON (strict
 JSON: −∞ of the online softmax's running maximum written as "-inf", as trace files do), and the KV-cache tab times
 generation with and without the cache on this server."""
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_the_cache_is_timed_with_and_without_and_gives_the_same_tokens():
 
 
 def test_past_the_trained_length_in_numbers():
-    """Issue 36 item 1's last point: RoPE's slowest pair of SmolLM2 at its 8,192 tokens, against the formula written
+    """RoPE's slowest pair of SmolLM2 at its 8,192 tokens, against the formula written
     out here (θ = base^(−(d−2)/d) radians a position), and the positions tab says it with MiniLM's 512 rows."""
     from transformer_core.analysis.positions_lab import slowest_rope_turn
 

@@ -1,4 +1,4 @@
-"""Shared key/value heads and the KV cache (issue 36): grouped-query attention against torch's enable_gqa, the
+"""Shared key/value heads and the KV cache: grouped-query attention against torch's enable_gqa, the
 parameter and byte counts, and cached generation on the trained causal model equal to recomputing every prefix."""
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""Sliding-window and sink masks (issue 36): literal matrices in our convention (True = may attend)."""
+"""Sliding-window and sink masks: literal matrices in our convention (True = may attend)."""
 import numpy as np
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""FlashAttention's online softmax (issue 36): the tiled computation equals plain softmax attention, at any tile
+"""FlashAttention's online softmax: the tiled computation equals plain softmax attention, at any tile
 size (also ones that do not divide the length), with fully masked tiles skipped; without the running-max
 correction it does not."""
 import math

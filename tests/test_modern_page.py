@@ -1,4 +1,4 @@
-"""AppTest of the "Attention since 2017" page (issue 36): one test per tab — it runs, its figures are there with
+"""AppTest of the "Attention since 2017" page: one test per tab — it runs, its figures are there with
 finite numbers, its numbers are the computation's — and every choice read from and written to the URL."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The positions lab (issue 36): RoPE against Hugging Face's LLaMA code on the same q and k, RoPE's rotation
+"""The positions lab: RoPE against Hugging Face's LLaMA code on the same q and k, RoPE's rotation
 as coordinate pairs, relative-only scores for RoPE and ALiBi (not for added positions), and the lab's shapes."""
 import math
 

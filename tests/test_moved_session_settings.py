@@ -1,4 +1,4 @@
-"""Issue 33 item 2: a session moved to another replica keeps the link's settings on its first run, including the
+"""A session moved to another replica keeps the link's settings on its first run, including the
 sidebar controls greyed out on the page (they used to come back as the widgets' defaults and be written into the
 URL: text empty, d_model 8, n_heads 1). Simulated in AppTest as in tests/test_moved_session_state.py."""
 from __future__ import annotations

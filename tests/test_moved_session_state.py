@@ -1,4 +1,4 @@
-"""Issue 33 items 1–2: a session moved to another replica (ui/shell/failover.py) on its first run, simulated in
+"""A session moved to another replica (ui/shell/failover.py) on its first run, simulated in
 AppTest: the websocket asked for an old session id this server lacks, and the browser sent no widget state.
 
 Every section that reads a URL-bound key before its widget is drawn must get a value (no KeyError), and the

@@ -1,4 +1,4 @@
-"""Issue 37 item 2: nothing the student cannot see is mounted — no data grid (``st.dataframe``, a 1.2 MB chunk of
+"""Nothing the student cannot see is mounted — no data grid (``st.dataframe``, a 1.2 MB chunk of
 Streamlit's scripts) inside a closed box on a page's first visit. A box holding one is a lazy expander
 (ui/shell/lazy.py): its grid is built and sent once it is opened, and ``?{url}=1`` opens it from a link.
 

@@ -1,4 +1,4 @@
-"""AppTest of issue 23's links: ablate=…, ablate_mode=, temp=, top_k=, top_p=, pred_pos= open the view they
+"""AppTest of the ablation and prediction links: ablate=…, ablate_mode=, temp=, top_k=, top_p=, pred_pos= open the view they
 name, the figures carry the analysis' own numbers, and bad values fall back with a note."""
 from __future__ import annotations
 

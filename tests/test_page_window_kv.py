@@ -1,4 +1,4 @@
-"""Issue 36 items 2 and 4 in the app: the explorer's n_kv_heads, window and sinks (URL, tiles, caption) and the masks
+"""In the app: the explorer's n_kv_heads, window and sinks (URL, tiles, caption) and the masks
 lab's sliding-window section showing the literal w = 3, s = 1 mask at T = 6. AppTest."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Mean ablation over a reference set, per position, against Hugging Face ``BertModel`` (issue 35, item 3).
+"""Mean ablation over a reference set, per position, against Hugging Face ``BertModel``.
 
 The reference: the mean of each head's 32-wide slice of ``BertSelfAttention``'s output, recorded by a forward hook
 while ``BertModel`` reads the reference set (one padded batch, attention mask on), per position over the

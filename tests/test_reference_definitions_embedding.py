@@ -1,4 +1,4 @@
-"""The sentence embedding against ``SentenceTransformer.encode`` past 256 tokens (issue 35, item 5).
+"""The sentence embedding against ``SentenceTransformer.encode`` past 256 tokens.
 
 sentence-transformers cuts all-MiniLM-L6-v2's input at ``max_seq_length`` = 256 tokens ([CLS] and [SEP]
 included) before mean pooling and normalising; the app pooled up to 512. The reference is the package's own

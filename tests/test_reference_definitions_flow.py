@@ -1,4 +1,4 @@
-"""Attention flow against Abnar & Zuidema's own code (issue 35, item 1).
+"""Attention flow against Abnar & Zuidema's own code.
 
 The reference below is written from their repository's ``attention_graph_util.py``: ``get_adjmat`` builds one
 adjacency matrix over (layer + 1) · length nodes whose edge from node (layer i, position k_f) to (layer i − 1,

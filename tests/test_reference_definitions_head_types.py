@@ -1,4 +1,4 @@
-"""Head-type scores against TransformerLens's ``head_detector`` (issue 35, item 2).
+"""Head-type scores against TransformerLens's ``head_detector``.
 
 The reference is written here from TransformerLens's documented definition (``detect_head``, the package need
 not be installed): the detection patterns of ``get_previous_token_head_detection_pattern``,

@@ -1,4 +1,4 @@
-"""Top-k with top-p against Hugging Face's own logits processors (issue 35, item 4).
+"""Top-k with top-p against Hugging Face's own logits processors.
 
 The reference is ``transformers``' ``TopKLogitsWarper`` followed by ``TopPLogitsWarper`` — the order
 ``generate`` applies them — then a softmax over what is left. Imported here only (the app does not need

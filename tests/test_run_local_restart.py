@@ -1,4 +1,4 @@
-"""Issue 19 item 7: `python deploy/run_local.py --replicas 2`: killing one replica no longer stops the class. The
+"""`python deploy/run_local.py --replicas 2`: killing one replica no longer stops the class. The
 dead replica is restarted on its port (bounded back-off), the other replica and nginx answer the whole time, and
 only Ctrl+C stops everything."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One slide layout for every export path (issue 20 item 5), measured in headless Chromium.
+"""One slide layout for every export path, measured in headless Chromium.
 
 Each path is rendered the way a user gets it and its drawn text boxes are measured:
 

@@ -1,4 +1,4 @@
-"""SmolLM2's sampled generation filters top-k and top-p in Hugging Face's order (issue 35's default, issue 32):
+"""SmolLM2's sampled generation filters top-k and top-p in Hugging Face's order (the app's default):
 each drawn token's probability is the one ``TemperatureLogitsWarper`` → ``TopKLogitsWarper`` → ``TopPLogitsWarper``
 → softmax give on the same logits (transformers imported here only). ``order="both"`` stays a named variant."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 36 items 2 and 4 on the explorer's toy model: shared key/value heads (``n_kv_heads``) and the sliding-window
+"""On the explorer's toy model: shared key/value heads (``n_kv_heads``) and the sliding-window
 mask with sinks.
 
 References: torch's own ``F.scaled_dot_product_attention(..., enable_gqa=True)`` on the toy model's queries and its

@@ -1,4 +1,4 @@
-"""Issue 14 items 1 and 2: "Reopen a downloaded JSON trace" turns every inconsistent, hostile or oversized
+"""The uploader "Reopen a downloaded JSON trace" turns every inconsistent, hostile or oversized
 file into one plain-text note (never a traceback, never Markdown), and a good file still opens.
 
 AppTest cannot drive ``st.file_uploader``, so it is replaced by a stub returning the file.

@@ -1,4 +1,4 @@
-"""Issue 14, property: random mutations of a valid trace JSON (shapes, types, strings, nesting) never make the
+"""Trace upload, property: random mutations of a valid trace JSON (shapes, types, strings, nesting) never make the
 upload path raise, and a trace it accepts never puts NaN into a table or breaks the explorer's figures.
 
 The upload path is :func:`ui.views.read_upload` (the explorer's uploader hands it the file's bytes; it

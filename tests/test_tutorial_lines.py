@@ -1,4 +1,4 @@
-"""The tutorials' own lines beside the numbers (issue 21, part 4): every code line and every Chinese comment
+"""The tutorials' own lines beside the numbers: every code line and every Chinese comment
 shown is the seed's own, and both pages show them."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 19 items 2, 3, 4 and 8 through the real uploader in headless Chromium: files whose widths disagree or
+"""Uploads through the real uploader in headless Chromium: files whose widths disagree or
 whose numbers are not finite are refused with one line, tokens with control characters arrive as control
 pictures, a trace of exactly the upload limit (32,000,000 bytes) opens and one byte more is refused by the
 browser with the same number."""

@@ -1,4 +1,4 @@
-"""Issue 19 item 4: one upload limit in bytes, stated once, that every layer agrees with.
+"""One upload limit in bytes, stated once, that every layer agrees with.
 
 The limit is ``ui.explorer.traces.UPLOAD_BYTES`` (32 MB = 32,000,000 bytes). Streamlit's uploader in the browser
 refuses a file above ``server.maxUploadSize`` × 10⁶ bytes (it counts decimal MB; on Windows it counts

@@ -1,4 +1,4 @@
-"""Issue 19 items 2, 3 and 8: the upload check knows every stage's shape relation and refuses any number that is
+"""The upload check knows every stage's shape relation and refuses any number that is
 not finite (only masked scores may be −inf, exactly where the stored mask blocks), huge numbers, text in the data,
 and tokens that skip the text entrance — each with one line naming the stage and the two shapes or the first bad
 position. Through :func:`ui.views.read_upload`, the function the explorer's uploader calls (the browser test

@@ -1,4 +1,4 @@
-"""Issue 19, property: random URL parameters on every page (numbers, empty, huge, non-ASCII digits, NaN/inf words,
+"""URL parameters, property: random URL parameters on every page (numbers, empty, huge, non-ASCII digits, NaN/inf words,
 repeated keys) never produce an exception element, and no visible text holds nan, inf or Traceback except where
 the user typed it (a note may quote the parameter). AppTest, a few examples per page (~1 minute in all)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14 item 3: with MiniLM's package missing or its ``tokenizer.json`` corrupt, ``?tokenizer=wordpiece``
+"""With MiniLM's package missing or its ``tokenizer.json`` corrupt, ``?tokenizer=wordpiece``
 never ends in a traceback: every page runs (the explorer, masks lab and pipeline on word-level tokens with a
 note saying why; the MiniLM page with its own clear message), and the export command prints one line."""
 from __future__ import annotations
