@@ -3,7 +3,7 @@
     python benchmarks/bench_chart_floor.py             # medians of 5 visits per variant
     python benchmarks/bench_chart_floor.py --quick     # CI: one visit each
 
-Issue 24 asks for the first heatmap of a visit in ≤ 2.0 s. Our explorer draws it in ~3.1–3.5 s on this
+The goal is the first heatmap of a visit in ≤ 2.0 s. Our explorer draws it in ~3.1–3.5 s on this
 machine (``bench_visit.py``). This measures what no page of ours can beat, on a page holding nothing but a
 title and the explorer's focused heatmap of the weights (12 tokens, the same figure the explorer draws):
 
@@ -193,7 +193,7 @@ def main() -> int:
             return 1
     base = statistics.median(times[VARIANTS[0]])
     floor = None
-    if not args.quick:  # issue 37's page a in this run: the bare HTML page its goals are ratios of
+    if not args.quick:  # page a in this run: the bare HTML page the speed goals are ratios of (bench_visit.py)
         from bench_visit import bare_page, bare_visit
 
         with browser() as b, bare_page() as bare:

@@ -3,7 +3,7 @@
     python benchmarks/bench_click_floor.py            # medians of 7 clicks per page
     python benchmarks/bench_click_floor.py --quick    # CI: one click each
 
-Issue 37 asks for every click in ≤ 0.2 × page a (a bare HTML page drawing one 12×12 heatmap, ~0.6 s here: about
+The goal is every click in ≤ 0.2 × page a (a bare HTML page drawing one 12×12 heatmap, ~0.6 s here: about
 0.12 s). This measures what no page of ours can beat, from a temporary folder (its ``static`` links to ours):
 
 * **text**: one ``st.toggle`` whose click reruns the script and changes one line of text (Streamlit's own rerun);

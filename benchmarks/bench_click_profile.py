@@ -12,7 +12,7 @@ The profile (CDP ``Profiler``, 0.2 ms samples) runs from just before the first c
 click first once unprofiled (the second value a session has not seen is not counted). Printed per click: the browser's
 own work outside JavaScript ("(program)": style, layout, paint), the garbage collector, and JavaScript by script file
 (plotly.js, React, Streamlit's bundles, our element), then the busiest functions. Idle time is left out. The trace
-behind issue 37's "where the time goes": the clicks' medians are ``bench_clicks.py``'s.
+behind "where the time goes" in docs/benchmarks.md: the clicks' medians are ``bench_clicks.py``'s.
 """
 from __future__ import annotations
 

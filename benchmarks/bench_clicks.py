@@ -5,7 +5,7 @@
     python benchmarks/bench_clicks.py --quick       # CI: one repeat of two interactions
     python benchmarks/bench_clicks.py --compare /tmp/old   # the same cases on another checkout, interleaved
 
-**× bare**: a click's median over the first visit of issue 37's page a (a bare HTML page drawing one 12×12 heatmap
+**× bare**: a click's median over the first visit of page a (a bare HTML page drawing one 12×12 heatmap
 with the same plotly.js, ``bench_visit.bare_page``), measured in the same run; the goal is ≤ 0.2 ×.
 One session of a fresh ``streamlit run app.py`` per page and size; each interaction is done once first (a
 state the session has not seen: not counted), then ``--repeats`` times, alternating between two values.
@@ -275,7 +275,7 @@ def main() -> int:
             servers = {"compared": stack.enter_context(server_at(args.compare)), **servers}
         b = stack.enter_context(browser())
         floor = None
-        if not args.quick:  # issue 37's page a, in this run: a bare HTML page drawing one heatmap (bench_visit.py)
+        if not args.quick:  # page a, in this run: a bare HTML page drawing one heatmap (bench_visit.py)
             from bench_visit import bare_page, bare_visit  # here: bench_visit imports this module
 
             bare = stack.enter_context(bare_page())

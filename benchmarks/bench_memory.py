@@ -1,4 +1,4 @@
-"""Memory and time of the largest legal input through every MiniLM view, on a real server (issue 33 item 4).
+"""Memory and time of the largest legal input through every MiniLM view, on a real server.
 
     python benchmarks/bench_memory.py            # 6 lines × 510 Chinese characters: 6 × 512 MiniLM tokens
     python benchmarks/bench_memory.py --quick    # CI: 2 short lines (checks that the script runs)

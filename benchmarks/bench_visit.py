@@ -12,7 +12,7 @@ warm server (one visit of every page first, not counted). Two times from navigat
   MutationObserver installed before the page's own scripts;
 * **settled**: every chart drawn and quiet (``bench_bertviz.measure_page``; the quiet wait not counted).
 
-And what the visit carried, until settled (issue 37: count the messages and bytes of a first visit):
+And what the visit carried, until settled (what a first visit costs, in messages and bytes):
 
 * **ws msgs**: websocket frames received from the server (``page.on("websocket")`` → ``framereceived``), and
   **ws sent** the frames the browser sent; **ws KB** the bytes received over the websocket (deltas, figures);
@@ -20,7 +20,7 @@ And what the visit carried, until settled (issue 37: count the messages and byte
   ``request.sizes()``; Streamlit's lazy chunks, e.g. the data grid's, count only when a page mounts them), and
   **JS files** how many there were. ``--chunks`` lists each visit's largest scripts.
 
-The first row is issue 37's reference (``--no-bare`` skips it): a bare HTML page, served from a temporary folder,
+The first row is the reference, page a (``--no-bare`` skips it): a bare HTML page, served from a temporary folder,
 that loads ``static/plotly``'s bundle and draws one 12 × 12 heatmap; **× bare** is a page's settled time over that
 page's first heatmap (the goals: explorer ≤ 1.0, MiniLM ≤ 1.2).
 
@@ -55,7 +55,7 @@ PAGES = {
     "masks lab": "/masks_lab",
     "pipeline": "/pipeline",
 }
-# the reference of issue 37's goals: a bare HTML page that loads our plotly.js bundle and draws one 12 × 12 heatmap
+# page a, the speed goals' reference: a bare HTML page that loads our plotly.js bundle and draws one 12 × 12 heatmap
 BARE_HTML = """<!doctype html><html><head><meta charset="utf-8"><title>one heatmap</title>
 <script src="plotly.js"></script></head><body><div id="chart" style="width:700px;height:560px"></div><script>
 const tokens = %s, n = tokens.length;
@@ -227,7 +227,7 @@ def main() -> int:
         if args.compare:
             servers = {"compared": stack.enter_context(server_at(args.compare)), **servers}
         b = stack.enter_context(browser())
-        if not args.no_bare and not args.quick:  # issue 37's reference: the ratios below are against its median
+        if not args.no_bare and not args.quick:  # page a: the ratios below are against its median
             bare = stack.enter_context(bare_page())
             bare_visit(b, bare)  # warm (the OS's file cache)
             rs = [bare_visit(b, bare) for _ in range(repeats)]
