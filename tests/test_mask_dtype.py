@@ -25,7 +25,7 @@ def qkv(n: int = 3, d: int = 4, seed: int = 0):
 
 
 def additive_causal(n: int) -> torch.Tensor:
-    """The float causal mask of the issue: 0 where a query may look, -inf above the diagonal."""
+    """A float (additive) causal mask: 0 where a query may look, -inf above the diagonal."""
     return torch.zeros(n, n).masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), NEG_INF)
 
 

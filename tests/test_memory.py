@@ -1,5 +1,5 @@
 """Sessions that leave keep nothing alive: no Trace survives them, every cache empties, and the
-server's RSS comes back near where it started (issue: a class of 30, memory that does not leak).
+server's RSS comes back near where it started (a class of 30 shares one server: its memory must not leak).
 
 A real `streamlit run app.py` with short lifetimes (sessions dropped 2 s after their websocket
 closes, cache entries 3 s, sweeps every 1 s) and the heap report of ui/shell/diagnostics.py.

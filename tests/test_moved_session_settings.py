@@ -49,7 +49,7 @@ def test_moved_session_keeps_every_setting_of_the_link(moved, page, own):
 
 @needs_minilm
 def test_moved_minilm_session_keeps_the_greyed_out_sizes(moved):
-    """On /minilm d_model went 64 → 8 and n_heads 8 → 1 (the issue): the greyed-out sizes keep the URL's values."""
+    """On /minilm d_model went 64 → 8 and n_heads 8 → 1 (the bug): the greyed-out sizes keep the URL's values."""
     at = open_moved("pages/minilm.py", sent={"shared_text": "the cat sat"}, text="the cat sat", d_model="64",
                     n_heads="8", seed="5")
     assert not at.exception, errors(at)

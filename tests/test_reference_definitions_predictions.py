@@ -3,7 +3,7 @@
 The reference is ``transformers``' ``TopKLogitsWarper`` followed by ``TopPLogitsWarper`` — the order
 ``generate`` applies them — then a softmax over what is left. Imported here only (the app does not need
 transformers). On the old rule (the tokens both filters keep, each on the original probabilities) the
-issue's example gives [0.545, 0.455, 0, 0, 0] instead of [1, 0, 0, 0, 0], and these tests fail.
+example below gives [0.545, 0.455, 0, 0, 0] instead of [1, 0, 0, 0, 0], and these tests fail.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def hf_sampling_probs(probs: np.ndarray, k: int | None, p: float | None) -> np.n
 def test_issue_example_matches_hugging_face():
     p = np.array([0.30, 0.25, 0.20, 0.15, 0.10])
     expected = hf_sampling_probs(p, 2, 0.5)
-    np.testing.assert_allclose(expected, [1, 0, 0, 0, 0], atol=1e-12)  # the reference itself, as the issue says
+    np.testing.assert_allclose(expected, [1, 0, 0, 0, 0], atol=1e-12)  # the reference itself, by hand
     np.testing.assert_allclose(sampling_probs(p, 2, 0.5), expected, atol=1e-12)
     assert [t for t, _ in top_tokens(p, 2, 0.5)] == ["0", "other"]
     # the project's earlier rule stays, named

@@ -100,7 +100,7 @@ def kaleido_server():
 
 
 @pytest.mark.parametrize("argv, shape, captions", [
-    # the case: every head of masked scores (colour note once, per-head captions above the panels)
+    # the reported case: every head of masked scores (colour note once, per-head captions above the panels)
     (["--text", "the cat sat on the mat", "--stage", "masked_scores"], (6, 6), True),
     (["--text", "the cat sat on the mat", "--causal", "--head", "3"], (6, 6), False),
     (["--text", "the cat sat on the mat", "--stage", "q", "--head", "0"], (6, 8), False),  # [pos, d_head]

@@ -70,7 +70,7 @@ def stage(shape: list[int]) -> dict:
     return {"dtype": "float32", "shape": shape, "data": np.zeros(shape).tolist()}
 
 
-# ---------------------------------------------------------------- item 1: one note per kind of bad file
+# ---------------------------------------------------------------- one note per kind of bad file
 
 def test_weights_whose_key_dimension_does_not_match_the_tokens(monkeypatch):
     doc = copy.deepcopy(ONE)
@@ -150,7 +150,7 @@ def test_a_file_that_is_not_utf8(monkeypatch):
     assert note == "That file cannot be shown: it is not UTF-8 text (byte 12 cannot be read)"
 
 
-# ---------------------------------------------------------------- item 2: nothing from a file is Markdown
+# ---------------------------------------------------------------- nothing from a file is Markdown
 
 def test_markdown_in_settings_max_tokens_is_never_rendered(monkeypatch):
     """The "were cut" note once quoted ``settings.max_tokens``; now the file's settings must be a whole number

@@ -38,7 +38,7 @@ def nfd(s: str) -> str:
     return unicodedata.normalize("NFD", s)
 
 
-# ------------------------------------------------------------------ item 1: grapheme clusters
+# ------------------------------------------------------------------ grapheme clusters
 
 @pytest.mark.parametrize("text, expected", [
     ("I \u2b50\ufe0f it", ["I", "\u2b50\ufe0f", "it"]),  # emoji + variation selector 16
@@ -56,7 +56,7 @@ def test_word_tokenize_keeps_grapheme_clusters(text, expected):
     assert word_tokenize(text) == expected
 
 
-# ------------------------------------------------------------------ item 2: NFC at the entrance
+# ------------------------------------------------------------------ NFC at the entrance
 
 def test_nfd_hangul_tokenizes_like_nfc():
     syllables = ["\ud55c", "\uad6d", "\uc5b4", "\uacf5", "\ubd80"]  # 한 국 어 공 부
@@ -86,7 +86,7 @@ def test_text_box_entrance_is_nfc():
     assert split_sentences(nfd("café\n한국어")) == (("caf\u00e9", "\ud55c\uad6d\uc5b4"), [])
 
 
-# ------------------------------------------------------------------ item 3: typographic apostrophe
+# ------------------------------------------------------------------ typographic apostrophe
 
 @pytest.mark.parametrize("text, expected", [
     ("Don\u2019t", ["Don't"]),
@@ -104,7 +104,7 @@ def test_both_apostrophes_give_the_same_numbers():
     assert a.stage("weights").tobytes() == b.stage("weights").tobytes()
 
 
-# ------------------------------------------------------------------ item 4: typed special-token text
+# ------------------------------------------------------------------ typed special-token text
 
 @needs_minilm
 @pytest.mark.parametrize("typed, pieces", [
@@ -172,7 +172,7 @@ def test_minilm_statistics_of_typed_pad_stay_zero_under_the_padding_mask():
 
 @needs_minilm
 def test_minilm_page_with_typed_pad_in_the_url():
-    """The page the issue opened: ``/minilm?text=see [PAD] here&padding=1`` (AppTest)."""
+    """The reported page: ``/minilm?text=see [PAD] here&padding=1`` (AppTest)."""
     from apptest_utils import focus
     from test_page_minilm import open_page, stats_table, tokens_of
 
@@ -183,7 +183,7 @@ def test_minilm_page_with_typed_pad_in_the_url():
     assert stats_table(at)["pad_share"].max() == 0  # was 64.6 % when the typed [PAD] became id 0
 
 
-# ------------------------------------------------------------------ item 6: BOM
+# ------------------------------------------------------------------ BOM
 
 def test_trace_json_with_a_utf8_bom_opens():
     trace = run_toy(["the cat sat", "a dog"], CONFIG)
@@ -196,7 +196,7 @@ def test_trace_json_with_a_utf8_bom_opens():
         assert back.stages[name].tobytes() == array.tobytes(), name
 
 
-# ------------------------------------------------------------------ item 9: control characters
+# ------------------------------------------------------------------ control characters
 
 def test_control_characters_are_shown_as_control_pictures():
     assert normalize_text("a\x00b\x01c\x02d\x1b[0m\x7f\x85") == "a\u2400b\u2401c\u2402d\u241b[0m\u2421\ufffd"

@@ -24,7 +24,7 @@ CAUSAL = json.loads(serialize.trace_to_json(run_toy(["the cat sat"], EncoderConf
 
 
 def tiny(q_width: int = 2, k_width: int = 2, v_width: int = 2) -> dict:
-    """A 2-token, 1-head trace written by hand (the issue's example): every number chosen, no model."""
+    """A 2-token, 1-head trace written by hand: every number chosen, no model."""
     def st(shape, value=0.5):
         return {"dtype": "float32", "shape": shape, "data": np.full(shape, value).tolist()}
 
@@ -52,7 +52,7 @@ def test_the_hand_written_trace_is_accepted_and_explained():
     assert e.score == pytest.approx(0.5 * 0.5 * 2 / np.sqrt(2)) and np.isfinite(e.max_diff)
 
 
-# ---------------------------------------------------------------- item 2: shape relations
+# ---------------------------------------------------------------- shape relations
 
 def test_q_and_k_of_different_widths_name_both_shapes():
     assert why(tiny(q_width=3, k_width=2)) == ("stage 'layers.0.attention.k' has shape [1, 1, 2, 2] and "
@@ -95,7 +95,7 @@ def test_weights_rows_must_be_distributions_over_visible_keys():
                         "attention weights are never negative")
 
 
-# ---------------------------------------------------------------- item 3: only finite numbers
+# ---------------------------------------------------------------- only finite numbers
 
 @pytest.mark.parametrize("literal, shown", [("NaN", "NaN"), ("Infinity", "inf"), ("-Infinity", "-inf"),
                                             ('"nan"', "NaN"), ('"inf"', "inf"), ("1e308", "1e+308"),
@@ -137,7 +137,7 @@ def test_text_or_other_values_in_data_are_refused(value):
     assert problem is not None and problem.startswith("stage 'layers.0.attention.v'"), problem
 
 
-# ---------------------------------------------------------------- item 8: huge integers, tokens through the entrance
+# ---------------------------------------------------------------- huge integers, tokens through the entrance
 
 @pytest.mark.parametrize("where", ["lengths", "data", "settings", "shape"])
 def test_a_5000_digit_integer_gives_a_plain_message(where):

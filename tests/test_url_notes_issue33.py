@@ -1,4 +1,4 @@
-"""Issue 33's smaller items: a URL note names the full valid range; numbers equal to a listed value are taken;
+"""Notes, links and file names: a URL note names the full valid range; numbers equal to a listed value are taken;
 the causal page gives the real reason for a missing score; ``lang=zh-CN``/``zh-Hans`` read as Chinese; a broken
 JSON upload is explained in the page's language; an ablation's file names stay short; no "layers before 0"."""
 from __future__ import annotations
