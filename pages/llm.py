@@ -15,7 +15,7 @@ from transformer_core.models.checkpoint import CheckpointError, CheckpointTooLar
 from transformer_core.models.gguf_weights import SmolLM2Unavailable
 from transformer_core.models.smollm2 import control_texts
 from transformer_core.text.tokenize import visible_bidi, visible_controls
-from ui.llm import ablation, catalog, heads, predictions, routes, writes
+from ui.llm import ablation, catalog, heads, predictions, routes, switch, writes
 from ui.llm import compute as llm
 from ui.shell import controls, i18n
 from ui.shell.i18n import _, ngettext
@@ -105,6 +105,7 @@ except ValueError as err:
 if not choice.is_smollm2:  # the checkpoint's own sizes, from its config (its chat template is never applied)
     st.caption(_("A local checkpoint this server offers, on this app's own modules: {about}. The sidebar does not "
                  "apply here.").format(about=plain(llm.face(choice).describe())))
+switch.keep(choice, summary["config"].n_layers, summary["config"].n_heads)  # before the pickers it resets
 trace = summary["trace"]
 n, n_total = len(trace.tokens[0]), summary["n_total"]
 if n_total > n:

@@ -199,3 +199,21 @@ def test_where_the_top_heads_look_names_only_heads_whose_ablation_lowers_p_mary(
         named = re.findall(r"L(\d+)H(\d+) \d", said.split("weight on “Mary”")[1].split(".")[0])
         assert all(effect[int(lay), int(h)] > 0 for lay, h in named), (named, effect)
     assert 0 < lowering < effect.size  # a random model: some heads raise p(Mary), so the test can fail
+
+
+def test_a_switch_of_model_names_the_choices_it_cannot_keep_and_switching_back_restores_them(monkeypatch,
+                                                                                             tiny_checkpoints):
+    folder, _hf = tiny_checkpoints["qwen2"]  # 2 layers × 4 heads; SmolLM2 has 30 × 9
+    at = _open(monkeypatch, f"SmolLM2=smollm2;Tiny={folder}", layer="25", head="7", ablate="L9H3,L0H1")
+    assert (at.session_state["llm_layer"], at.session_state["llm_head"]) == (25, 7)
+    at.selectbox(key="llm_model").set_value("Tiny").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert (at.session_state["llm_layer"], at.session_state["llm_head"]) == (0, 0)
+    assert at.session_state["llm_ablate"] == ["L0H1"]  # the head both models have stays
+    note = next(i.value for i in at.info if "went back to their defaults" in i.value)
+    assert all(w in note for w in ("layer 25", "head 7", "L9H3", "2 layers of 4 heads")), note
+    assert "L0H1" not in note
+    at.selectbox(key="llm_model").set_value("SmolLM2").run()
+    assert (at.session_state["llm_layer"], at.session_state["llm_head"]) == (25, 7)
+    assert sorted(at.session_state["llm_ablate"]) == ["L0H1", "L9H3"]
+    assert not any("went back" in i.value for i in at.info)
