@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -232,15 +233,16 @@ STEADY = 60.0  # a replica up this long has recovered: its next death waits BACK
 
 
 def supervise(c: Cluster, *, poll: float = 0.5, backoff: tuple[float, ...] = BACKOFF, steady: float = STEADY,
-              say=print) -> None:
+              say=print, stop: threading.Event | None = None) -> None:
     """Keep the class running: a replica that exits is restarted on its port after a bounded back-off
     (``backoff``, growing while it keeps dying) while nginx and the other replicas go on serving (nginx
-    sends its students to them meanwhile: passive health checks). Returns only when nginx itself exits;
-    Ctrl+C (KeyboardInterrupt) passes through."""
+    sends its students to them meanwhile: passive health checks). Returns when nginx itself exits or ``stop`` is
+    set (:func:`main` sets it on Ctrl+C or SIGTERM)."""
+    stop = stop or threading.Event()
     fails = [0] * len(c.replicas)  # deaths in a row without a steady run
     due: list[float | None] = [None] * len(c.replicas)  # when to restart a dead replica
     up_since = [time.monotonic()] * len(c.replicas)
-    while c.nginx.poll() is None:
+    while c.nginx.poll() is None and not stop.is_set():
         now = time.monotonic()
         for i, r in enumerate(c.replicas):
             if r.proc.poll() is None:
@@ -256,8 +258,9 @@ def supervise(c: Cluster, *, poll: float = 0.5, backoff: tuple[float, ...] = BAC
                 r.restart(c.extra["env"])
                 due[i], up_since[i] = None, now
                 say(f"replica {r.addr} restarted (pid {r.proc.pid})", flush=True)
-        time.sleep(poll)
-    say(f"nginx exited (code {c.nginx.returncode}); stopping", flush=True)
+        stop.wait(poll)
+    if not stop.is_set():
+        say(f"nginx exited (code {c.nginx.returncode}); stopping", flush=True)
 
 
 def lan_address() -> str | None:
@@ -292,8 +295,14 @@ def main() -> None:
             print(f"replica {r.addr} pid {r.proc.pid}", flush=True)
         print(f"logs and config: {c.prefix}  (a replica that dies is restarted; Ctrl+C stops everything)",
               flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            supervise(c)
+        # Ctrl+C and SIGTERM set a flag the loop reads, instead of raising KeyboardInterrupt wherever the main thread
+        # is (half-way through starting a replica, say); a second Ctrl+C while everything stops does not cut the
+        # stopping short, so no replica is left running
+        stop = threading.Event()
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        supervise(c, stop=stop)
+        print("stopping nginx and the replicas", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ dead replica is restarted on its port (bounded back-off), the other replica and 
 only Ctrl+C stops everything."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -107,5 +108,11 @@ def test_a_killed_replica_is_restarted_while_nginx_and_the_other_serve():
         assert _ok(f"{nginx}/_stcore/health") and _ok(f"{other}/_stcore/health")
     finally:
         proc.send_signal(signal.SIGINT)  # Ctrl+C: everything stops
-        proc.wait(60)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:  # fail, but leave no server behind to load the rest of the suite
+            for pid in [proc.pid, *map(int, re.findall(r"pid (\d+)", "".join(lines)))]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            raise
     assert not _ok(f"http://127.0.0.1:{base}/_stcore/health") and not _ok(f"http://127.0.0.1:{port}/lb-health")
