@@ -23,8 +23,24 @@ if "torch" in sys.modules:  # imported before this file (a plugin): the variable
 
 
 @pytest.fixture(scope="module")
-def server():
-    """A fresh ``streamlit run app.py`` per test module (browser tests); its base URL."""
+def server(request):
+    """A ``streamlit run app.py`` server's base URL (browser tests): one server per test process, shared by its
+    modules, so each module does not pay a server's start, its imports and its first page's computations again
+    (~4 s of CPU and ~4 s of wall each); browsers and sessions stay per module. A module whose tests need a server
+    of their own (a fresh process's first visitor, counts of a model's calls since it started) sets
+    ``FRESH_SERVER = True`` and gets one started for it."""
+    if getattr(request.module, "FRESH_SERVER", False):
+        from browser_utils import streamlit_server
+
+        with streamlit_server() as url:
+            yield url
+    else:
+        yield request.getfixturevalue("shared_server")
+
+
+@pytest.fixture(scope="session")
+def shared_server():
+    """The one server of :func:`server` shared by this test process's modules."""
     from browser_utils import streamlit_server
 
     with streamlit_server() as url:

@@ -1,4 +1,4 @@
-"""The layout probe, shared by tests/test_browser_issue34.py and scripts/layout_audit.py: every
+"""The layout probe, shared by tests/test_browser_class_view.py and scripts/layout_audit.py: every
 drawn text of every Plotly chart on a page, and the pairs of a chart's texts that lie over each other."""
 from __future__ import annotations
 

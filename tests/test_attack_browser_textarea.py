@@ -15,6 +15,7 @@ from browser_utils import chromium_missing
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+FRESH_SERVER = True  # its own server (tests/conftest.py): its attacks must not reach the one others share
 BOX = "Sentences (one per line)"
 
 

@@ -12,6 +12,7 @@ _missing = chromium_missing()
 if _missing:
     print(f"SKIPPING browser tests: {_missing}")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+FRESH_SERVER = True  # a server of its own (tests/conftest.py): its first test is a fresh process's first visitor
 
 
 def new_page(chromium):

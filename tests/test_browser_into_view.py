@@ -7,7 +7,7 @@ import urllib.parse
 import pytest
 
 from browser_utils import chromium_missing, wait_idle
-from test_browser_issue34 import ANSWER_BOX, HEADER_BOTTOM, HEATMAP_BOX, TWELVE, visit
+from test_browser_class_view import ANSWER_BOX, HEADER_BOTTOM, HEATMAP_BOX, TWELVE, visit
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
@@ -38,7 +38,7 @@ def test_the_answer_lines_link_brings_the_steps_into_view(server, chromium, tmp_
     """After a cell click, the answer line beside the heatmap points to the term-by-term steps ~700 px below it: its
     link scrolls the "Explain this number" heading to the top of the screen, and the address keeps no "#…"."""
     from browser_utils import cell_centre
-    from test_browser_issue34 import FOCUS
+    from test_browser_class_view import FOCUS
 
     page = visit(chromium, f"{server}/?" + urllib.parse.urlencode({"text": "the cat sat on the mat"}))
     page.mouse.click(*cell_centre(page, FOCUS, 2, 1))

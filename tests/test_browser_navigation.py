@@ -20,6 +20,7 @@ _missing = chromium_missing()
 if _missing:
     print(f"SKIPPING browser navigation tests: {_missing}")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+FRESH_SERVER = True  # a server of its own (tests/conftest.py): its first test is a fresh process's first visitor
 
 TITLES = tuple(p.title for p in nav.PAGES)  # the menu's English titles, from the page registry
 STEMS = {Path(p.script).stem for p in nav.PAGES}  # Streamlit's legacy menu shows file names, "_" as a space

@@ -12,6 +12,7 @@ from browser_utils import chromium_missing, images_folder, model_forwards, wait_
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+FRESH_SERVER = True  # its own server (tests/conftest.py): it counts the model calls since the server started
 
 WIDTH, HEIGHT = 1280, 720
 LAYER, HEAD = 12, 5

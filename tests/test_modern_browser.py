@@ -11,6 +11,7 @@ from browser_utils import chromium_missing, images_folder, wait_idle
 
 _missing = chromium_missing()
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(_missing), reason=str(_missing))]
+FRESH_SERVER = True  # its own server (tests/conftest.py): it counts the model calls since the server started
 
 WIDTH, HEIGHT = 1280, 720
 # section → (the figure kind that answers it, a table or metric that must be in view too)

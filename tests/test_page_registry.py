@@ -45,7 +45,7 @@ TABLES = {
     "test_failover_notice.QUERIES": ("test_failover_notice", lambda m: m.QUERIES),
     "test_moved_session_settings.LINKS": ("test_moved_session_settings", lambda m: m.LINKS),
     "test_browser_navigation.H1": ("test_browser_navigation", lambda m: m.H1),
-    "test_browser_issue34.AUDITED": ("test_browser_issue34", _aud),
+    "test_browser_class_view.AUDITED": ("test_browser_class_view", _aud),
     "scripts/layout_audit.py PAGES": ("scripts/layout_audit.py", lambda m: m.PAGES),
     "scripts/screenshot_pages.py PAGES": ("scripts/screenshot_pages.py", lambda m: m.PAGES),
     "scripts/screenshot_pages.py ZH_PAGES": ("scripts/screenshot_pages.py", lambda m: m.ZH_PAGES),
