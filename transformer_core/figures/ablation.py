@@ -3,7 +3,8 @@
 
 Pure builders from the numbers of :mod:`transformer_core.analysis.ablation.embedding` and
 :mod:`~transformer_core.analysis.ablation.induction`; ``layout.meta["stage"]`` names each figure
-(``ablation_shift``, ``ablation_weights``, ``ablation_rank``, ``ablation_causal``) for tests and exports.
+(``ablation_shift``, ``ablation_weights``, ``ablation_rank``, ``ablation_rank_induction``,
+``ablation_causal``) for tests and exports.
 """
 from __future__ import annotations
 
@@ -76,6 +77,35 @@ def rank_figure(cosine: np.ndarray, batch: int = 0, top: int = 20, height: int =
         height=height, margin=dict(l=60, r=40, t=40, b=30),
         yaxis=dict(autorange="reversed", type="category"), xaxis=dict(title="1 − cosine", rangemode="tozero"),
         meta={"stage": "ablation_rank", "batch": batch, "order": names})
+    return fig
+
+
+def rank_induction_figure(accuracy: np.ndarray, intact: float, chance: float, step: int, mode: str,
+                          height: int = 330) -> go.Figure:
+    """Each head of the causal model ablated alone: bars of induction accuracy ``accuracy [layer, head]`` (0…1),
+    the head whose ablation lowers it most first, beside the intact model's accuracy and chance (dotted lines).
+    ``step``: the checkpoint; ``mode``: the ablation's name as shown."""
+    acc = np.asarray(accuracy, np.float64)
+    order = np.argsort(acc, axis=None, kind="stable")  # lowest accuracy = largest fall first
+    names = [f"L{i // acc.shape[1]}H{i % acc.shape[1]}" for i in order]
+    values = acc.ravel()[order]
+    fig = go.Figure(go.Bar(
+        # labels inside the bars' ends: outside, they sat under the intact line
+        x=values, y=names, orientation="h", marker_color=ABLATED, text=[f"{v:.1%}" for v in values],
+        textposition="inside", insidetextanchor="end", textfont=dict(color="white", size=13),
+        hovertemplate=_("{head} ablated alone: induction accuracy {value}").format(head="%{y}", value="%{x:.1%}")
+        + "<extra></extra>"))
+    fig.add_vline(x=intact, line=dict(color=INTACT, dash="dash"),
+                  annotation_text=_("intact {value}").format(value=f"{intact:.1%}"), annotation_position="top")
+    fig.add_vline(x=chance, line=dict(color="#555", dash="dot"),
+                  annotation_text=_("chance {value}").format(value=f"{chance:.1%}"), annotation_position="top")
+    fig.update_layout(
+        title=dict(text=_("Step {step}: induction accuracy with each head ablated alone ({mode})").format(
+            step=step, mode=mode), font=dict(size=13), x=0),
+        height=height, margin=dict(l=60, r=50, t=56, b=40), uniformtext=dict(minsize=12, mode="show"),
+        xaxis=dict(title=_("induction accuracy"), range=[0, 1.08], tickformat=".0%"),
+        yaxis=dict(autorange="reversed", type="category"),
+        meta={"stage": "ablation_rank_induction", "step": step, "order": names})
     return fig
 
 

@@ -1,0 +1,71 @@
+"""The causal page ranks its heads: each one ablated alone at the chosen checkpoint, by induction accuracy on the 64
+held-out repeated sequences. Every bar equals an independent reference (a forward pre-hook on that layer's W_O that
+zeroes the head's slice of its input, not the app's ablation code). The box computes nothing until it is opened:
+tests/test_causal_forwards.py pins a first open (box closed) at 30 forward calls, and the ranking would add 3."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from apptest_utils import decode, figures, new_app
+
+from transformer_core.models.causal import load_causal_model, repeated_tokens
+
+
+def accuracy_without(step: int, layer: int, head: int) -> float:
+    """Induction accuracy of checkpoint ``step`` with one head's context zeroed before W_O (a hook)."""
+    model = load_causal_model(step)
+    ids = repeated_tokens(64, 24, 48, 64, torch.Generator().manual_seed(12345))
+    d = model.config.d_model // model.config.n_heads
+
+    def zero(module, args):
+        x = args[0].clone()
+        x[..., head * d:(head + 1) * d] = 0.0
+        return (x,)
+
+    hook = model.layers[layer].attention.W_O.register_forward_pre_hook(zero)
+    try:
+        with torch.no_grad():
+            logits = model(ids)
+    finally:
+        hook.remove()
+    return float((logits[:, :-1].argmax(-1) == ids[:, 1:]).float()[:, 23:].mean())  # targets in the repeat
+
+
+def _rank_figure(at):
+    return next((f for f in figures(at) if f["layout"].get("meta", {}).get("stage") == "ablation_rank_induction"),
+                None)
+
+
+def test_each_head_ablated_alone_is_the_hooked_models_accuracy_and_the_caption_names_the_largest_fall():
+    at = new_app(rank="1")
+    at.switch_page("pages/causal.py").run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    fig = _rank_figure(at)
+    assert fig is not None, "the ranking box is open (?rank=1) but draws no ranking"
+    step = fig["layout"]["meta"]["step"]
+    names, shown = fig["data"][0]["y"], np.asarray(decode(fig["data"][0]["x"]), float)
+    assert sorted(names) == [f"L{lay}H{h}" for lay in range(2) for h in range(4)]
+    expected = [accuracy_without(step, int(n[1]), int(n[3])) for n in names]
+    np.testing.assert_allclose(shown, expected, atol=1e-9, rtol=0)
+    assert list(shown) == sorted(shown)  # the largest fall first
+    said = next(c.value for c in at.caption if c.value.startswith("Ablated alone"))
+    assert said.startswith(f"Ablated alone, {names[0]} lowers induction accuracy most"), said
+
+
+
+def test_before_training_the_caption_does_not_claim_a_head_lowers_accuracy():
+    from ui.causal.ablation import _ranked
+
+    at = new_app(rank="1", checkpoint="0")
+    at.switch_page("pages/causal.py").run(timeout=120)
+    assert not at.exception, [e.value for e in at.exception]
+    assert _rank_figure(at)["layout"]["meta"]["step"] == 0
+    ranked = _ranked(0, "zero", None)
+    fall = ranked["intact"]["accuracy"]["repeat"] - ranked["accuracy"]
+    said = next(c.value for c in at.caption if c.value.startswith("Ablated alone"))
+    if fall.max() <= 0:
+        assert said.startswith("Ablated alone, no head lowers"), said
+    elif np.sort(fall, axis=None)[-2] <= 0:
+        assert said.startswith("Ablated alone, only"), said
+    else:
+        assert "most" in said and all(f"{100 * v:.1f}" in said for v in np.sort(fall, axis=None)[-2:]), said
