@@ -201,6 +201,11 @@ def test_where_the_top_heads_look_names_only_heads_whose_ablation_lowers_p_mary(
     assert 0 < lowering < effect.size  # a random model: some heads raise p(Mary), so the test can fail
 
 
+def _scrolled(at) -> bool:
+    """Whether the run scrolls the head view's answer into view (the script a click on the head view adds)."""
+    return any("ae-answer-llm_" in str(h.proto) for h in at.get("html"))
+
+
 def test_a_switch_of_model_names_the_choices_it_cannot_keep_and_switching_back_restores_them(monkeypatch,
                                                                                              tiny_checkpoints):
     folder, _hf = tiny_checkpoints["qwen2"]  # 2 layers × 4 heads; SmolLM2 has 30 × 9
@@ -213,7 +218,9 @@ def test_a_switch_of_model_names_the_choices_it_cannot_keep_and_switching_back_r
     note = next(i.value for i in at.info if "went back to their defaults" in i.value)
     assert all(w in note for w in ("layer 25", "head 7", "L9H3", "2 layers of 4 heads")), note
     assert "L0H1" not in note
+    assert not _scrolled(at)  # the note and the model picker stay in view: no jump to the reset head
     at.selectbox(key="llm_model").set_value("SmolLM2").run()
     assert (at.session_state["llm_layer"], at.session_state["llm_head"]) == (25, 7)
+    assert not _scrolled(at)
     assert sorted(at.session_state["llm_ablate"]) == ["L0H1", "L9H3"]
     assert not any("went back" in i.value for i in at.info)

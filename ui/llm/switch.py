@@ -25,6 +25,9 @@ def keep(choice: Choice, n_layers: int, n_heads: int) -> None:
     ss["llm_choices_for"] = choice.label
     if last is None or last == choice.label:
         return
+    # the head view scrolls its answer into view when the open head changes, as after a click on it; a layer or
+    # head the switch restores or resets is not such a click, and the scroll took the picker and this note away
+    ss.pop("_llm_answer_seen", None)
     kept[last] = {key: ss[key] for key in KEYS if key in ss}
     if choice.label in kept:  # back on a model seen before: what was chosen on it
         for key, value in kept[choice.label].items():
