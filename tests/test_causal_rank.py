@@ -69,3 +69,25 @@ def test_before_training_the_caption_does_not_claim_a_head_lowers_accuracy():
         assert said.startswith("Ablated alone, only"), said
     else:
         assert "most" in said and all(f"{100 * v:.1f}" in said for v in np.sort(fall, axis=None)[-2:]), said
+
+
+def test_the_ranking_stays_readable_before_training_when_every_bar_is_at_chance():
+    """At step 0 every bar and both lines sit at ~1.6 %: the labels go outside the bars and the two lines share one
+    label (centred on each line they wrote over each other, and inside 10-pixel bars they were white smudges)."""
+    from transformer_core.figures.ablation import rank_induction_figure
+
+    def labels(fig):  # the lines' labels, above the bars
+        return [a.text for a in fig.layout.annotations if a.yref == "y domain"]
+
+    def bar_labels(fig):  # inside the bars, or beside them right of both lines
+        return {**dict(zip(fig.data[0].y, fig.data[0].text)),
+                **{a.y: (a.text, a.x) for a in fig.layout.annotations if a.yref != "y domain"}}
+
+    early = rank_induction_figure(np.array([[0.014, 0.016, 0.015, 0.016], [0.013, 0.016, 0.018, 0.016]]),
+                                  intact=0.0156, chance=1 / 64, step=0, mode="zero")
+    assert labels(early) == ["intact 1.6% · chance 1.6%"], labels(early)
+    assert bar_labels(early)["L1H2"] == ("1.8%", 0.018) and bar_labels(early)["L0H0"] == ("1.4%", 1 / 64)
+    trained = rank_induction_figure(np.array([[0.238, 0.883, 0.875, 0.867], [0.861, 0.866, 0.887, 0.859]]),
+                                    intact=0.885, chance=1 / 64, step=4000, mode="zero")
+    assert sorted(labels(trained)) == ["chance 1.6%", "intact 88.5%"], labels(trained)
+    assert bar_labels(trained)["L0H0"] == "23.8%"  # in its bar

@@ -15,6 +15,8 @@ from ..text.i18n import _
 from .heads import tiled_heads
 
 INTACT, ABLATED = "#08519c", "#d62728"
+SHORT_BAR = 0.12  # of the 0…1 accuracy axis: a bar shorter holds no "88.5%" (~45 px of a ~600 px axis)
+NEAR = 0.2  # of the axis: two line labels centred closer than this overlap (each ~75 px wide)
 
 
 def shift_figure(shift: np.ndarray, cosine: float, heads: str, batch: int = 0, height: int = 300) -> go.Figure:
@@ -89,16 +91,28 @@ def rank_induction_figure(accuracy: np.ndarray, intact: float, chance: float, st
     order = np.argsort(acc, axis=None, kind="stable")  # lowest accuracy = largest fall first
     names = [f"L{i // acc.shape[1]}H{i % acc.shape[1]}" for i in order]
     values = acc.ravel()[order]
+    # labels inside the bars' ends (outside, they sat under the intact line), but beside a bar too short to hold
+    # one, right of the two lines: before training every bar is ~1.6 % wide and its label was a white smudge, and
+    # just past the bar's end the dashed lines ran through its first digit
+    inside = values >= SHORT_BAR
     fig = go.Figure(go.Bar(
-        # labels inside the bars' ends: outside, they sat under the intact line
-        x=values, y=names, orientation="h", marker_color=ABLATED, text=[f"{v:.1%}" for v in values],
+        x=values, y=names, orientation="h", marker_color=ABLATED,
+        text=[f"{v:.1%}" if i else "" for v, i in zip(values, inside)],
         textposition="inside", insidetextanchor="end", textfont=dict(color="white", size=13),
         hovertemplate=_("{head} ablated alone: induction accuracy {value}").format(head="%{y}", value="%{x:.1%}")
         + "<extra></extra>"))
-    fig.add_vline(x=intact, line=dict(color=INTACT, dash="dash"),
-                  annotation_text=_("intact {value}").format(value=f"{intact:.1%}"), annotation_position="top")
-    fig.add_vline(x=chance, line=dict(color="#555", dash="dot"),
-                  annotation_text=_("chance {value}").format(value=f"{chance:.1%}"), annotation_position="top")
+    for name, v in zip(np.asarray(names)[~inside], values[~inside]):
+        fig.add_annotation(x=max(v, intact, chance), y=name, text=f"{v:.1%}", xanchor="left", xshift=4,
+                           showarrow=False, font=dict(color="#333", size=13))
+    fig.add_vline(x=intact, line=dict(color=INTACT, dash="dash"))
+    fig.add_vline(x=chance, line=dict(color="#555", dash="dot"))
+    above = dict(y=1, yref="y domain", yanchor="bottom", showarrow=False)  # above the bars, not on them
+    if abs(intact - chance) < NEAR:  # one label for both lines: two centred on lines this close wrote over each other
+        fig.add_annotation(x=max(intact, chance), xanchor="left", text=_("intact {intact} · chance {chance}").format(
+            intact=f"{intact:.1%}", chance=f"{chance:.1%}"), **above)
+    else:
+        fig.add_annotation(x=intact, text=_("intact {value}").format(value=f"{intact:.1%}"), **above)
+        fig.add_annotation(x=chance, text=_("chance {value}").format(value=f"{chance:.1%}"), **above)
     fig.update_layout(
         title=dict(text=_("Step {step}: induction accuracy with each head ablated alone ({mode})").format(
             step=step, mode=mode), font=dict(size=13), x=0),
