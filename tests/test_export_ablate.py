@@ -55,6 +55,10 @@ def test_causal_ablated_json_names_the_heads(tmp_path):
     (["--text", "the cat", "--ablate", "L0H1"], "--ablate applies only to --model minilm or causal"),
     (["--model", "causal", "--text", "1 2 3", "--ablate", "L2H0"], "--ablate: L2H0 does not exist: layers 0–1"),
     (["--model", "causal", "--text", "1 2 3", "--ablate", "head7"], "--ablate: 'HEAD7' is not a head"),
+    # what the heads write is measured on the intact model: ablated heads there would be silently intact
+    *[(["--model", "smollm2", "--text", "When Mary and John went to the store", "--view", view, "--ablate", "L1H2",
+        "--ablate-mode", "mean"], f"--ablate does not apply to --view {view}: it runs the intact model")
+      for view in ("dla", "logit-lens", "routes", "patching")],
 ])
 def test_bad_ablate_exits_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2

@@ -43,7 +43,7 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
     """``(default file name, data)`` of ``--view dla|logit-lens|patching`` for the one prompt in ``sentences``.
 
     Raises:
-        UsageError: not ``--model smollm2``, more than one prompt, a target or contrast that is not one token, a
+        UsageError: ``--ablate`` given, not ``--model smollm2``, more than one prompt, a target or contrast that is not one token, a
             missing contrast for patching, or a corrupted prompt of another length.
         ExportError: SmolLM2 is not installed, or no Chromium for PNG/SVG.
     """
@@ -56,6 +56,9 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
     from ..text.tokenize import normalize_text
     from .traces import model_of
 
+    if args.ablate:  # these views run the intact model: an ablated figure's numbers would be the intact model's
+        raise UsageError(_("--ablate does not apply to --view {view}: it runs the intact model").format(
+            view=args.view))
     face = model_of(args)
     if not isinstance(face, Decoder):  # the residual stream and an unembedding: the decoders have both
         raise UsageError(_("--view {view} is computed on --model smollm2").format(view=args.view))
