@@ -17,7 +17,7 @@ from transformer_core.models.smollm2 import control_texts
 from transformer_core.text.tokenize import visible_bidi, visible_controls
 from ui.llm import ablation, catalog, heads, predictions, routes, switch, writes
 from ui.llm import compute as llm
-from ui.shell import controls, i18n
+from ui.shell import controls, i18n, url
 from ui.shell.i18n import _, ngettext
 from ui.shell.markdown import plain
 from ui.shell.url import bind_url
@@ -41,6 +41,14 @@ if len(offered) > 1:  # the picker beside a shorter title: the first screen keep
     title.title(_("A real language model"))
 else:
     choice = offered[0]
+    # a link naming a model this server does not offer says so, as the picker's link would, and loses the name
+    if (raw := st.query_params.get("model")) is not None and url.match(
+            raw, (choice.label,), aliases={catalog.SMOLLM2: choice.label} if choice.is_smollm2 else None) \
+            is url.MISSING:
+        st.warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
+            param=plain("model=" + str(raw)[:40] + ("…" if len(str(raw)) > 40 else "")),
+            options=plain(url.describe([choice.label])), default=plain(choice.label)), icon=":material/warning:")
+        del st.query_params["model"]
     st.title(_("A real language model: {model}").format(model=plain(choice.label)))
 if choice.is_smollm2:
     st.caption(_("SmolLM2-135M-Instruct (Hugging Face, 2025), a LLaMA-style decoder like today's chat models: 30 "

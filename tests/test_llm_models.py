@@ -224,3 +224,12 @@ def test_a_switch_of_model_names_the_choices_it_cannot_keep_and_switching_back_r
     assert not _scrolled(at)
     assert sorted(at.session_state["llm_ablate"]) == ["L0H1", "L9H3"]
     assert not any("went back" in i.value for i in at.info)
+
+
+def test_a_link_naming_a_model_a_single_model_server_does_not_offer_says_so(monkeypatch):
+    at = _open(monkeypatch, None, model="Tiny")
+    said = [w.value for w in at.warning]
+    assert any("model=Tiny" in w and "SmolLM2" in w for w in said), said
+    assert "model" not in at.query_params  # the link loses the name it could not use
+    at = _open(monkeypatch, None, model="smollm2")  # the setting's own word: nothing to say
+    assert not [w.value for w in at.warning if "model=" in w.value]

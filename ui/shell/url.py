@@ -30,6 +30,7 @@ def sent_by_browser(key: str) -> bool:
 
 
 _MISSING = object()
+MISSING = _MISSING  # what :func:`match` returns for a value that names no option
 # the words an on/off URL choice takes (?causal=, ?padding=, and every True/False option of bind_url), any case
 BOOL_ALIASES = {**dict.fromkeys(("1", "true", "on", "yes"), True), **dict.fromkeys(("0", "false", "off", "no"), False)}
 
