@@ -45,9 +45,7 @@ else:
     if (raw := st.query_params.get("model")) is not None and url.match(
             raw, (choice.label,), aliases={catalog.SMOLLM2: choice.label} if choice.is_smollm2 else None) \
             is url.MISSING:
-        st.warning(_("URL parameter {param} ignored (choose one of {options}); using {default}.").format(
-            param=plain("model=" + str(raw)[:40] + ("…" if len(str(raw)) > 40 else "")),
-            options=plain(url.describe([choice.label])), default=plain(choice.label)), icon=":material/warning:")
+        url.note_ignored("model", raw, (choice.label,), choice.label)
         del st.query_params["model"]
     st.title(_("A real language model: {model}").format(model=plain(choice.label)))
 if choice.is_smollm2:

@@ -210,3 +210,17 @@ def model_forwards(browser, url: str) -> dict[str, int]:
     finally:
         page.close()
     return json.JSONDecoder().raw_decode(text[text.index("AE_HEAP ") + 8:])[0]["forwards"]
+
+
+def click_overview_tile(page, index: int) -> None:
+    """Click the centre of overview tile ``index`` (its transparent marker; layer-major), scrolled to the middle of
+    the screen first."""
+    x, y = page.evaluate("""(i) => {
+        const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'overview');
+        const p = d.querySelectorAll('.scatterlayer .point')[i];
+        p.scrollIntoView({block: 'center'});
+        const r = p.getBoundingClientRect();
+        return [r.left + r.width / 2, r.top + r.height / 2]; }""", index)
+    page.mouse.click(x, y)
+

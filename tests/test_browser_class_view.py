@@ -215,14 +215,9 @@ HEADER_BOTTOM = """() => document.querySelector('[data-testid="stHeader"]').getB
 
 def click_tile(page, index: int) -> None:
     """Click the centre of overview tile ``index`` (layer-major), scrolled to the middle of the screen first."""
-    x, y = page.evaluate("""(i) => {
-        const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
-            .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'overview');
-        const p = d.querySelectorAll('.scatterlayer .point')[i];
-        p.scrollIntoView({block: 'center'});
-        const r = p.getBoundingClientRect();
-        return [r.left + r.width / 2, r.top + r.height / 2]; }""", index)
-    page.mouse.click(x, y)
+    from browser_utils import click_overview_tile
+
+    click_overview_tile(page, index)
 
 
 def answer_after_tile_click(page, tile: int, n_heads: int, screenshot: Path) -> tuple[list, list, str]:

@@ -171,14 +171,9 @@ def test_masks_lab_tab_reruns_only_the_sections(app):
 def click_tile(index: int):
     """Click the centre of overview tile ``index`` (its transparent marker; layer-major: layer = index // 12)."""
     def act(page):
-        x, y = page.evaluate("""(i) => {
-            const d = Array.from(document.querySelectorAll('.js-plotly-plot'))
-                .find(d => d.layout && d.layout.meta && d.layout.meta.stage === 'overview');
-            const p = d.querySelectorAll('.scatterlayer .point')[i];
-            p.scrollIntoView({block: 'center'});
-            const r = p.getBoundingClientRect();
-            return [r.left + r.width / 2, r.top + r.height / 2]; }""", index)
-        page.mouse.click(x, y)
+        from browser_utils import click_overview_tile
+
+        click_overview_tile(page, index)
     return act
 
 

@@ -43,8 +43,8 @@ def view_output(args: argparse.Namespace, sentences: list[str], fmt: str) -> tup
     """``(default file name, data)`` of ``--view dla|logit-lens|patching`` for the one prompt in ``sentences``.
 
     Raises:
-        UsageError: ``--ablate`` given, not ``--model smollm2``, more than one prompt, a target or contrast that is not one token, a
-            missing contrast for patching, or a corrupted prompt of another length.
+        UsageError: ``--ablate`` given, not ``--model smollm2``, more than one prompt, a target or contrast that is
+            not one token, a missing contrast for patching, or a corrupted prompt of another length.
         ExportError: SmolLM2 is not installed, or no Chromium for PNG/SVG.
     """
     from ..analysis.logit_attribution import direct_logit_attribution, head_outputs

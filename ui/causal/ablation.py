@@ -96,28 +96,35 @@ def _ranked(step: int, mode: str, ref_seed: int | None) -> dict:
     return rank_heads(CausalFace(step), mode=mode, reference=reference)
 
 
+@st.cache_data(max_entries=256, show_spinner=False)
+def _rank_figure(step: int, mode: str, ref_seed: int | None, lang: str) -> Spec:
+    """:func:`_ranked`'s bars as chart JSON (its words in ``lang``, a key): built once, not on every rerun."""
+    from transformer_core.figures.ablation import rank_induction_figure
+
+    ranked = _ranked(step, mode, ref_seed)
+    return spec(rank_induction_figure(ranked["accuracy"], ranked["intact"]["accuracy"]["repeat"],
+                                      ranked["intact"]["chance"], step, _(MODE_NAMES[mode])))
+
+
 def rank_section(step: int, mode: str, ref_seed: int | None) -> None:
     """Every head ablated alone at checkpoint ``step``, ranked by how far induction accuracy falls, in a box that
     costs nothing until it is opened (``?rank=1``)."""
-    from transformer_core.figures.ablation import rank_induction_figure
-
     box = lazy_expander(_("Rank the heads: each one ablated alone"), key="causal_rank_box", url="rank",
                         icon=":material/sort:")
     if not box.open:
         return
     with box:
         ranked = _ranked(step, mode, ref_seed)
-        fall = ranked["intact"]["accuracy"]["repeat"] - ranked["accuracy"]  # [layer, head]
+        acc, intact = ranked["accuracy"], ranked["intact"]["accuracy"]["repeat"]  # [layer, head], the intact model's
+        fall = intact - acc
         fmt = st.session_state.get("shared_image_format", "png")
-        chart(spec(rank_induction_figure(ranked["accuracy"], ranked["intact"]["accuracy"]["repeat"],
-                                         ranked["intact"]["chance"], step, _(MODE_NAMES[mode]))),
-              key="causal_rank_chart", config=chart_config(f"causal_rank_step{step}_{mode}", fmt))
+        chart(_rank_figure(step, mode, ref_seed, language()), key="causal_rank_chart",
+              config=chart_config(f"causal_rank_step{step}_{mode}", fmt))
         order = np.argsort(-fall, axis=None, kind="stable")
         top = [(int(i) // fall.shape[1], int(i) % fall.shape[1]) for i in order]
         first, second = top[0], top[1]
         together = _("A head that matters little alone may still matter with others: heads that do the same job back "
                      "each other up, so ablate them together above.")
-        acc, intact = ranked["accuracy"], ranked["intact"]["accuracy"]["repeat"]
         # accuracies as the bars show them (a fall in points, rounded apart, read 2.7 beside bars of 88.5 and 85.9);
         # below a point (15 of the 1,536 predictions) a fall is noise, as at the untrained checkpoints
         if fall[first] < 0.01:
@@ -132,8 +139,8 @@ def rank_section(step: int, mode: str, ref_seed: int | None) -> None:
                 b=f"L{second[0]}H{second[1]}", vb=f"{acc[second]:.1%}")
         st.caption(said + " " + together)
         download_button(st, "⬇ " + _("Each head alone as CSV"), csv_file(pd.DataFrame([
-            {"step": step, "head": f"L{lay}H{h}", "mode": mode, "induction accuracy": ranked["accuracy"][lay, h],
-             "accuracy intact": ranked["intact"]["accuracy"]["repeat"], "loss repeat": ranked["loss"][lay, h]}
+            {"step": step, "head": f"L{lay}H{h}", "mode": mode, "induction accuracy": acc[lay, h],
+             "accuracy intact": intact, "loss repeat": ranked["loss"][lay, h]}
             for lay, h in top]).to_csv(index=False)),
             file_name=f"causal_rank_step{step}_{mode}.csv", mime="text/csv", key="causal_rank_csv")
 

@@ -89,6 +89,15 @@ def describe(options: Sequence, to_text: Callable = str, most: int = 12, longest
     return ", ".join(texts[:most - 2]) + ", …, " + texts[-1]
 
 
+def note_ignored(url: str, raw, options: Sequence, default, to_text: Callable = str, note_to=None) -> None:
+    """The warning for ``?{url}={raw}`` naming none of ``options``: the value (its first 40 characters), the valid
+    ones (:func:`describe`) and the ``default`` used instead, in ``note_to`` (default: the page)."""
+    said = str(raw)[:40] + ("…" if len(str(raw)) > 40 else "")
+    note = _("URL parameter {param} ignored (choose one of {options}); using {default}.")
+    (note_to or st).warning(note.format(param=plain(f"{url}={said}"), options=plain(describe(options, to_text)),
+                                        default=plain(to_text(default))), icon=":material/warning:")
+
+
 def _from_url(url: str, options: Sequence, default, to_text: Callable, aliases: Mapping | None = None):
     found = match(st.query_params.get(url), options, to_text, aliases)
     return default if found is _MISSING else found
@@ -137,10 +146,7 @@ def bind_url(key: str, url: str, options: Sequence, default, to_text: Callable =
         if (found := match(raw, options, to_text, aliases)) is not _MISSING:
             ss[key] = found
         else:
-            said = str(raw)[:40] + ("…" if len(str(raw)) > 40 else "")
-            note = _("URL parameter {param} ignored (choose one of {options}); using {default}.")
-            (note_to or st).warning(note.format(param=plain(f"{url}={said}"), options=plain(describe(options, to_text)),
-                                                default=plain(to_text(default))), icon=":material/warning:")
+            note_ignored(url, raw, options, default, to_text, note_to)
     if ss.get(key, default) not in options:  # e.g. head 7 after n_heads went down to 4
         ss[key] = default
     value = ss.setdefault(key, default)
